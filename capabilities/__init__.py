@@ -1,0 +1,37 @@
+"""Principals, capability grants, the tool policy, the MCP tool handlers and the MCP server.
+
+Depends on :mod:`store` only; nothing here imports :mod:`supervisor`.
+"""
+
+from __future__ import annotations
+
+from capabilities.dispatch import ToolOutcome, call_tool
+from capabilities.policy import MEMORY_ORACLE_TOOLS, OPERATOR_TOOLS, ROLE_TOOLSETS, is_allowed, toolset_for
+from capabilities.principals import GrantBinding, Principal, PrincipalKind, current_principal, local_operator
+from capabilities.registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.server import RoundtableMCPServer
+from capabilities.services import Services
+from capabilities.tools import all_tools, build_registry
+
+__all__ = [
+    "MEMORY_ORACLE_TOOLS",
+    "OPERATOR_TOOLS",
+    "ROLE_TOOLSETS",
+    "GrantBinding",
+    "Principal",
+    "PrincipalKind",
+    "RoundtableMCPServer",
+    "Services",
+    "ToolArgs",
+    "ToolCall",
+    "ToolOutcome",
+    "ToolRegistry",
+    "ToolSpec",
+    "all_tools",
+    "build_registry",
+    "call_tool",
+    "current_principal",
+    "is_allowed",
+    "local_operator",
+    "toolset_for",
+]

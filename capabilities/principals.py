@@ -1,0 +1,73 @@
+"""Who is calling: the principal behind an MCP or HTTP request.
+
+A principal is decided by the transport, never by the caller's arguments: the local operator on
+stdio, an operator token on HTTP, or a role capability (a grant row) on HTTP or a launch socket.
+A capability principal carries its grant's proposal, task, agent and scopes; tool handlers read
+identity and scope from here only.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = [
+    "GrantBinding",
+    "Principal",
+    "PrincipalKind",
+    "current_principal",
+    "local_operator",
+]
+
+
+class PrincipalKind(StrEnum):
+    """The kinds of caller."""
+
+    OPERATOR = "operator"
+    CAPABILITY = "capability"
+
+
+@dataclass(frozen=True)
+class GrantBinding:
+    """What a capability grant fixes: one proposal, its task, the agent and the allowed scopes."""
+
+    grant_id: str
+    role: str
+    agent_id: str
+    proposal_id: str
+    task_id: str
+    scopes: frozenset[str]
+    tools: frozenset[str]
+    launch_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller of a tool."""
+
+    kind: PrincipalKind
+    name: str
+    role: str
+    grant: GrantBinding | None = None
+
+    @property
+    def actor(self) -> str:
+        """The name written into events and audit rows."""
+        return self.grant.agent_id if self.grant is not None else self.name
+
+    @property
+    def is_operator(self) -> bool:
+        """Whether this is the local operator or an operator token."""
+        return self.kind is PrincipalKind.OPERATOR
+
+
+def local_operator(name: str = "operator") -> Principal:
+    """The operator on the local machine (stdio, the CLI)."""
+    return Principal(kind=PrincipalKind.OPERATOR, name=name, role="operator")
+
+
+current_principal: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "roundtable_principal", default=None
+)
+"""The principal of the MCP request being handled (set by the server's middleware)."""

@@ -1,0 +1,182 @@
+"""Project configuration: ``.roundtable/config.toml``.
+
+``roundtable init`` writes :data:`DEFAULT_CONFIG_TOML`, every key present and commented. Loading
+validates the file with pydantic (unknown keys are refused, so a typo is an error rather than a
+silently ignored setting) and falls back to the defaults for keys a user removed.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from store.errors import InvalidArgument
+
+__all__ = [
+    "DEFAULT_CONFIG_TOML",
+    "OpenAIProviderConfig",
+    "PolicyConfig",
+    "ProjectConfig",
+    "RoleConfig",
+    "load_config",
+    "package_version",
+]
+
+
+def package_version() -> str:
+    """The installed version of the ``roundtable`` distribution."""
+    try:
+        return version("roundtable")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0.0.0"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RoleConfig(_Strict):
+    """How one role's container is run."""
+
+    image: str = Field(default_factory=lambda: f"roundtable-role:{package_version()}")
+    provider: Literal["lexical", "openai"] = "lexical"
+    timeout_seconds: float = Field(default=300, gt=0, le=86400)
+    memory_limit: str = "512m"
+    cpus: float = Field(default=1.0, gt=0, le=64)
+    pids_limit: int = Field(default=128, ge=16, le=65536)
+    nofile_limit: int = Field(default=1024, ge=64, le=1048576)
+    agent_id: str = "memory-oracle-1"
+
+
+class OpenAIProviderConfig(_Strict):
+    """An OpenAI-compatible chat-completions server reached by the supervisor, never a container."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = "your-model"
+    api_key_env: str = "OPENAI_API_KEY"
+    max_turns: int = Field(default=12, ge=1, le=200)
+    max_tokens: int = Field(default=20000, ge=1)
+
+
+class PolicyConfig(_Strict):
+    """Review policy: consensus and which changes need a security reviewer."""
+
+    required_approvals: int = Field(default=2, ge=1, le=100)
+    security_risks: list[str] = Field(default_factory=lambda: ["high", "critical"])
+    security_paths: list[str] = Field(
+        default_factory=lambda: [
+            ".env*",
+            "**/.env*",
+            "auth/**",
+            "**/auth/**",
+            "infra/**",
+            "migrations/**",
+            "**/migrations/**",
+            "*.lock",
+            "**/*.lock",
+            "package-lock.json",
+            "**/package-lock.json",
+            "Dockerfile",
+            "**/Dockerfile",
+            ".github/workflows/**",
+        ]
+    )
+    max_patch_bytes: int = Field(default=1048576, ge=1024, le=64 * 1048576)
+
+
+class _Roles(_Strict):
+    memory_oracle: RoleConfig = Field(default_factory=RoleConfig)
+
+
+class _Providers(_Strict):
+    openai: OpenAIProviderConfig = Field(default_factory=OpenAIProviderConfig)
+
+
+class _Supervisor(_Strict):
+    max_concurrent_launches: int = Field(default=4, ge=1, le=64)
+
+
+def _default_agents() -> dict[str, str]:
+    return {
+        "implementer-1": "Implementer",
+        "implementer-2": "Implementer",
+        "reviewer-1": "Reviewer",
+        "reviewer-2": "Reviewer",
+        "security-1": "Security",
+        "memory-oracle-1": "MemoryOracle",
+    }
+
+
+class ProjectConfig(_Strict):
+    """The whole of ``config.toml``."""
+
+    roles: _Roles = Field(default_factory=_Roles)
+    providers: _Providers = Field(default_factory=_Providers)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    agents: dict[str, str] = Field(default_factory=_default_agents)
+    supervisor: _Supervisor = Field(default_factory=_Supervisor)
+
+
+def load_config(path: Path) -> ProjectConfig:
+    """Read and validate ``config.toml``; a missing file means the defaults."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ProjectConfig()
+    try:
+        data = tomllib.loads(raw)
+        return ProjectConfig.model_validate(data)
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidArgument(f"{path}: not valid TOML: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        raise InvalidArgument(f"{path}: {problems}") from exc
+
+
+DEFAULT_CONFIG_TOML = """\
+# Roundtable project configuration. Every key is shown with its default.
+
+[roles.memory_oracle]
+image = "roundtable-role:{version}"   # the image `roundtable image build` produces
+provider = "lexical"                  # "lexical" (embedded heuristic, no model) or "openai"
+timeout_seconds = 300                 # the launch deadline; the container is killed after it
+memory_limit = "512m"                 # memory and memory+swap limit of the container
+cpus = 1.0                            # CPU quota of the container
+pids_limit = 128                      # process limit of the container (a fork bomb stops here)
+nofile_limit = 1024                   # open-file limit of the container
+agent_id = "memory-oracle-1"          # the roster entry the oracle acts as
+
+[providers.openai]                    # any OpenAI-compatible chat-completions server
+base_url = "http://127.0.0.1:8000/v1"
+model = "your-model"
+# the supervisor reads the key from this variable; containers never see it
+api_key_env = "OPENAI_API_KEY"
+max_turns = 12                        # tool-calling turns per launch
+max_tokens = 20000                    # token budget per launch, enforced by the supervisor
+
+[policy]
+required_approvals = 2                # counting approvals needed, with no counting reject or veto
+security_risks = ["high", "critical"] # risks that add the Security voting role
+max_patch_bytes = 1048576             # the largest patch accepted
+# paths that add the Security voting role (glob patterns; ** crosses directories)
+security_paths = [
+  ".env*", "**/.env*", "auth/**", "**/auth/**", "infra/**", "migrations/**", "**/migrations/**",
+  "*.lock", "**/*.lock", "package-lock.json", "**/package-lock.json", "Dockerfile", "**/Dockerfile",
+  ".github/workflows/**",
+]
+
+[supervisor]
+max_concurrent_launches = 4           # role containers running at once
+
+[agents]                              # the default roster; review candidates come from it
+"implementer-1" = "Implementer"
+"implementer-2" = "Implementer"
+"reviewer-1" = "Reviewer"
+"reviewer-2" = "Reviewer"
+"security-1" = "Security"
+"memory-oracle-1" = "MemoryOracle"
+"""

@@ -1,0 +1,154 @@
+"""The SQLite connection discipline: the only place that opens the database.
+
+- WAL journal, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout on every connection;
+- one connection per thread (reads never share a connection across threads);
+- every write is ``BEGIN IMMEDIATE`` ... ``COMMIT`` (a writer takes the lock up front, so two
+  writers never deadlock upgrading a read lock), serialised inside the process by a lock and
+  across processes by SQLite, with bounded retries when another process holds the lock longer
+  than the busy timeout;
+- :meth:`Database.run` moves any blocking call onto a worker thread (``anyio.to_thread``) behind a
+  :class:`anyio.CapacityLimiter`, so async code never blocks its event loop on SQLite.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from functools import partial
+from pathlib import Path
+from typing import ParamSpec, TypeVar
+
+import anyio
+import anyio.to_thread
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from store.errors import Conflict, InternalError
+
+__all__ = ["Database", "is_busy_error"]
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+BUSY_TIMEOUT_MS = 15_000
+
+
+def is_busy_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite saying another connection holds the lock."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text or "database table is locked" in text
+
+
+class Database:
+    """A SQLite database file with per-thread connections and a serialised write path."""
+
+    def __init__(self, path: Path, *, readonly: bool = False):
+        self.path = Path(path)
+        self.readonly = readonly
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._all_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._limiter = anyio.CapacityLimiter(8)
+        self._closed = False
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise InternalError("the database is closed")
+            conn = self._open()
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        uri = f"file:{self.path}?mode=ro" if self.readonly else f"file:{self.path}"
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+        )
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = FULL")
+        if not self.readonly:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise InternalError(f"could not switch {self.path} to WAL (journal_mode={mode})")
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this object opened (from any thread)."""
+        self._closed = True
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            with suppress(sqlite3.Error):  # already unusable; nothing more to release
+                conn.close()
+        self._local = threading.local()
+
+    # -- transactions --------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    def write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; commit, or roll back on any error.
+
+        ``fn`` may run more than once when another process holds the write lock past the busy
+        timeout, so it must do nothing outside the database that it cannot repeat.
+        """
+        if self.readonly:
+            raise InternalError("this database handle is read-only")
+        for attempt in Retrying(
+            retry=retry_if_exception(is_busy_error),
+            stop=stop_after_attempt(5),
+            wait=wait_random_exponential(multiplier=0.05, max=1.0),
+            reraise=True,
+        ):
+            with attempt:
+                return self._write_once(fn)
+        raise InternalError("unreachable: the retry loop neither returned nor raised")
+
+    def _write_once(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        conn = self.connection()
+        with self._write_lock:
+            try:
+                with self._transaction(conn):
+                    return fn(conn)
+            except sqlite3.IntegrityError as exc:
+                raise _translate(exc) from exc
+
+    def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``fn`` in one read transaction, so everything it reads is one snapshot."""
+        conn = self.connection()
+        conn.execute("BEGIN")
+        try:
+            return fn(conn)
+        finally:
+            conn.execute("COMMIT")
+
+    # -- async ---------------------------------------------------------------------------------
+
+    async def run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run a blocking store call in a worker thread; the event loop keeps running."""
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+
+
+def _translate(exc: sqlite3.IntegrityError) -> Conflict:
+    return Conflict(f"the change conflicts with stored data ({exc})")

@@ -1,0 +1,524 @@
+"""The memory store: durable decisions, constraints and facts, with their revision history.
+
+The four MCP memory tools are thin wrappers over :class:`MemoryStore`. The semantics are the
+contract in CONTRACTS.md ("Memory tools"), kept from the seed system:
+
+- ``record`` is a full-replacement upsert of the core fields that keeps ``created_at``;
+  ``source_event_id`` 0 is stored as NULL and read back as 0; ``importance`` 0 becomes 50;
+- ``query`` scores by the number of non-overlapping occurrences of the whole lower-cased,
+  untrimmed query in title, body, scope and kind, computed in SQL over lower-cased shadow
+  columns (Python's Unicode ``lower()`` at write time, SQLite's ``replace()``/``length()`` at
+  read time); an empty query scores by importance;
+- ``summarize`` compares every supplied filter with the entry's scope and drops ``stale``;
+- ``mark_stale`` appends the reason to the body.
+
+Improvements over the seed: every change of title or body appends a ``memory_revisions`` row and
+increments ``revision``, and every mutation writes its event in the same transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from store.db import Database
+from store.errors import Forbidden, InvalidArgument, NotFound
+from store.events import append_event
+from store.ids import new_id, utc_now_iso
+
+__all__ = [
+    "MAX_BODY_CHARS",
+    "MAX_TITLE_CHARS",
+    "MemoryEntry",
+    "MemoryStore",
+    "SummaryResult",
+]
+
+MAX_LABEL_CHARS = 200  # scope, kind, status, IDs
+MAX_TITLE_CHARS = 1_000
+MAX_BODY_CHARS = 200_000
+MAX_QUERY_CHARS = 10_000
+_INT64_MAX = 2**63 - 1
+_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """One memory entry, every stored field."""
+
+    id: str
+    scope: str
+    kind: str
+    title: str
+    body_md: str
+    source_event_id: int
+    importance: int
+    status: str
+    created_at: str
+    updated_at: str
+    revision: int
+    source_proposal_id: str | None
+    workspace_id: str | None
+    tags: list[Any]
+    provenance: dict[str, Any]
+    source_session_id: str | None
+    confidence: float | None
+    reliability: float | None
+    pinned: bool
+    archived_at: str | None
+    resynthesis_status: str | None
+    score: float | None = None
+
+    def core(self) -> dict[str, Any]:
+        """The projection the memory tools return (core fields plus revision and provenance)."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "scope": self.scope,
+            "kind": self.kind,
+            "title": self.title,
+            "body_md": self.body_md,
+            "source_event_id": self.source_event_id,
+            "importance": self.importance,
+            "status": self.status,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "revision": self.revision,
+            "source_proposal_id": self.source_proposal_id,
+        }
+        if self.score is not None:
+            out["score"] = self.score
+        return out
+
+
+def entry_from_row(row: sqlite3.Row) -> MemoryEntry:
+    """Build a :class:`MemoryEntry` from a ``memory_entries`` row (with an optional score)."""
+    keys = row.keys()
+    score = row["score"] if "score" in keys else None
+    return MemoryEntry(
+        id=row["id"],
+        scope=row["scope"],
+        kind=row["kind"],
+        title=row["title"],
+        body_md=row["body_md"],
+        source_event_id=int(row["source_event_id"] or 0),
+        importance=int(row["importance"]),
+        status=row["status"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        revision=int(row["revision"]),
+        source_proposal_id=row["source_proposal_id"],
+        workspace_id=row["workspace_id"],
+        tags=json.loads(row["tags"] or "[]"),
+        provenance=json.loads(row["provenance"] or "{}"),
+        source_session_id=row["source_session_id"],
+        confidence=row["confidence"],
+        reliability=row["reliability"],
+        pinned=bool(row["pinned"]),
+        archived_at=row["archived_at"],
+        resynthesis_status=row["resynthesis_status"],
+        score=None if score is None else (int(score) if float(score).is_integer() else float(score)),
+    )
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    """What ``memory.summarize`` answers."""
+
+    entries: list[MemoryEntry]
+    summary_md: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"entries", "entry_count", "summary_md"}``."""
+        return {
+            "entries": [entry.core() for entry in self.entries],
+            "entry_count": len(self.entries),
+            "summary_md": self.summary_md,
+        }
+
+
+def _require_text(name: str, value: object, *, limit: int) -> str:
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string")
+    if not value.strip():
+        raise InvalidArgument(f"{name} must not be blank")
+    if len(value) > limit:
+        raise InvalidArgument(f"{name} is longer than {limit} characters")
+    if "\x00" in value:
+        raise InvalidArgument(f"{name} must not contain NUL characters")
+    return value
+
+
+def _optional_int(name: str, value: object, default: int, *, minimum: int | None = None) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name} must be an integer")
+    if not -_INT64_MAX <= value <= _INT64_MAX:
+        raise InvalidArgument(f"{name} is out of range")
+    if minimum is not None and value < minimum:
+        raise InvalidArgument(f"{name} must be at least {minimum}")
+    return value
+
+
+def _optional_filter(name: str, value: object) -> str | None:
+    """A filter argument: ``None`` or ``""`` means not supplied."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidArgument(f"{name} is longer than {MAX_LABEL_CHARS} characters")
+    return value
+
+
+def check_memory_id(value: object) -> str:
+    """Validate a memory ID argument."""
+    memory_id = _require_text("memory_id", value, limit=MAX_LABEL_CHARS)
+    if not _ID_PATTERN.match(memory_id):
+        raise InvalidArgument("memory_id may hold only letters, digits, '.', '_', ':' and '-'")
+    return memory_id
+
+
+def _task_of_scope(scope: str) -> str | None:
+    return scope if scope.startswith("T-") else None
+
+
+class MemoryStore:
+    """Reads and writes memory entries; every method is blocking (call it through ``Database.run``)."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> MemoryEntry:
+        """One entry by ID, or :class:`NotFound`."""
+        row = self.db.read(
+            lambda conn: conn.execute("SELECT * FROM memory_entries WHERE id = ?", (memory_id,)).fetchone()
+        )
+        if row is None:
+            raise NotFound(f"memory entry {memory_id} does not exist")
+        return entry_from_row(row)
+
+    def get_many(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, MemoryEntry]:
+        """Entries by ID on an open connection (missing IDs are absent from the answer)."""
+        if not ids:
+            return {}
+        rows = conn.execute(
+            f"SELECT * FROM memory_entries WHERE id IN ({','.join('?' * len(ids))})", ids
+        ).fetchall()
+        return {row["id"]: entry_from_row(row) for row in rows}
+
+    def query(
+        self,
+        query: object = None,
+        *,
+        scope: object = None,
+        kind: object = None,
+        limit: object = None,
+        exclude_stale: object = False,
+        match: object = "substring",
+        allowed_scopes: frozenset[str] | None = None,
+    ) -> list[MemoryEntry]:
+        """``memory.query``: see the module docstring. ``allowed_scopes`` narrows to a grant's scopes."""
+        text = query if isinstance(query, str) else ""
+        if len(text) > MAX_QUERY_CHARS:
+            raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
+        scope_f = _optional_filter("scope", scope)
+        kind_f = _optional_filter("kind", kind)
+        count = _optional_int("limit", limit, 10)
+        if not isinstance(exclude_stale, bool):
+            raise InvalidArgument("exclude_stale must be a boolean")
+        if match not in ("substring", "ranked"):
+            raise InvalidArgument('match must be "substring" or "ranked"')
+
+        where: list[str] = []
+        params: dict[str, Any] = {}
+        if scope_f is not None:
+            where.append("m.scope = :scope")
+            params["scope"] = scope_f
+        elif allowed_scopes is not None:
+            where.append(_in_clause("m.scope", "allowed", sorted(allowed_scopes), params))
+        if kind_f is not None:
+            where.append("m.kind = :kind")
+            params["kind"] = kind_f
+        if exclude_stale:
+            where.append("m.status != 'stale'")
+        params["limit"] = count if count > 0 else -1
+        if match == "ranked":
+            return self._query_ranked(text, where, params)
+        return self._query_substring(text.lower(), where, params)
+
+    def _query_substring(self, needle: str, where: list[str], params: dict[str, Any]) -> list[MemoryEntry]:
+        if needle == "":
+            score_sql = "m.importance"
+        else:
+            # Non-overlapping occurrences of the needle in each lower-cased field, summed.
+            score_sql = " + ".join(
+                f"((length({col}) - length(replace({col}, :q, ''))) / length(:q))" for col in _LC_COLUMNS
+            )
+            # Cheap presence test first, so only matching rows are scored.
+            where = [*where, "(" + " OR ".join(f"instr({col}, :q) > 0" for col in _LC_COLUMNS) + ")"]
+            params = {**params, "q": needle}
+        sql = (
+            f"SELECT m.*, {score_sql} AS score FROM memory_entries AS m WHERE {' AND '.join(where) or '1'}"
+            " ORDER BY score DESC, m.importance DESC, m.id ASC LIMIT :limit"
+        )
+        rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
+        return [entry_from_row(row) for row in rows]
+
+    def _query_ranked(self, text: str, where: list[str], params: dict[str, Any]) -> list[MemoryEntry]:
+        words = _WORD.findall(text.lower())
+        if not words:
+            return self._query_substring("", where, params)
+        # Any-word semantics: each distinct word is a quoted FTS5 string, OR-ed together.
+        expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
+        sql = (
+            "SELECT m.*, -bm25(memory_fts) AS score FROM memory_fts"
+            " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
+            f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
+            " ORDER BY bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
+        )
+        named = {**params, "fts": expression}
+        rows = self.db.read(lambda conn: conn.execute(sql, named).fetchall())
+        return [entry_from_row(row) for row in rows]
+
+    def summarize(
+        self,
+        *,
+        scope: object = None,
+        task_id: object = None,
+        proposal_id: object = None,
+        allowed_scopes: frozenset[str] | None = None,
+    ) -> SummaryResult:
+        """``memory.summarize``: every supplied filter must equal the entry's scope."""
+        filters = {
+            "scope": _optional_filter("scope", scope),
+            "task_id": _optional_filter("task_id", task_id),
+            "proposal_id": _optional_filter("proposal_id", proposal_id),
+        }
+        where = ["status != 'stale'"]
+        params: dict[str, Any] = {}
+        for name, value in filters.items():
+            if value is not None:
+                where.append(f"scope = :{name}")
+                params[name] = value
+        if allowed_scopes is not None:
+            where.append(_in_clause("scope", "allowed", sorted(allowed_scopes), params))
+        sql = f"SELECT * FROM memory_entries WHERE {' AND '.join(where)} ORDER BY importance DESC, id ASC"
+        rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
+        entries = [entry_from_row(row) for row in rows]
+        label = filters["proposal_id"] or filters["task_id"] or filters["scope"] or "project"
+        return SummaryResult(entries, render_summary(label, entries))
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def record(
+        self,
+        *,
+        scope: object,
+        kind: object,
+        title: object,
+        body_md: object,
+        source_event_id: object = None,
+        importance: object = None,
+        memory_id: object = None,
+        status: object = None,
+        actor: str,
+        source_proposal_id: str | None = None,
+        allowed_scopes: frozenset[str] | None = None,
+    ) -> MemoryEntry:
+        """``memory.record``: insert, or fully replace the core fields of an existing ID.
+
+        With ``allowed_scopes`` (a capability's scopes) both the new scope and, on replacement,
+        the stored entry's scope must be allowed.
+        """
+        scope_v = _require_text("scope", scope, limit=MAX_LABEL_CHARS)
+        kind_v = _require_text("kind", kind, limit=MAX_LABEL_CHARS)
+        title_v = _require_text("title", title, limit=MAX_TITLE_CHARS)
+        body_v = _require_text("body_md", body_md, limit=MAX_BODY_CHARS)
+        source_v = _optional_int("source_event_id", source_event_id, 0, minimum=0)
+        importance_v = _optional_int("importance", importance, 50) or 50
+        id_v = None if memory_id is None or memory_id == "" else check_memory_id(memory_id)
+        status_v = "active" if status is None else _require_text("status", status, limit=MAX_LABEL_CHARS)
+        if allowed_scopes is not None and scope_v not in allowed_scopes:
+            raise Forbidden(f"scope {scope_v!r} is outside this capability's scopes")
+
+        def write(conn: sqlite3.Connection) -> MemoryEntry:
+            now = utc_now_iso()
+            existing = None
+            if id_v is not None:
+                existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
+            if (
+                existing is not None
+                and allowed_scopes is not None
+                and existing["scope"] not in allowed_scopes
+            ):
+                raise Forbidden(f"memory entry {id_v} lies outside this capability's scopes")
+            lowered = (title_v.lower(), body_v.lower(), scope_v.lower(), kind_v.lower())
+            if existing is None:
+                entry_id = id_v or new_id("memory")
+                conn.execute(
+                    "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id,"
+                    " importance, status, created_at, updated_at, source_proposal_id, revision,"
+                    " lc_title, lc_body, lc_scope, lc_kind)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+                    (
+                        entry_id,
+                        scope_v,
+                        kind_v,
+                        title_v,
+                        body_v,
+                        source_v or None,
+                        importance_v,
+                        status_v,
+                        now,
+                        now,
+                        source_proposal_id,
+                        *lowered,
+                    ),
+                )
+                _append_revision(conn, entry_id, 1, title_v, body_v, actor=actor, reason="created", now=now)
+                created = True
+            else:
+                entry_id = existing["id"]
+                changed = existing["title"] != title_v or existing["body_md"] != body_v
+                revision = int(existing["revision"]) + (1 if changed else 0)
+                conn.execute(
+                    "UPDATE memory_entries SET scope = ?, kind = ?, title = ?, body_md = ?,"
+                    " source_event_id = ?, importance = ?, status = ?, updated_at = ?, revision = ?,"
+                    " source_proposal_id = COALESCE(?, source_proposal_id),"
+                    " lc_title = ?, lc_body = ?, lc_scope = ?, lc_kind = ? WHERE id = ?",
+                    (
+                        scope_v,
+                        kind_v,
+                        title_v,
+                        body_v,
+                        source_v or None,
+                        importance_v,
+                        status_v,
+                        now,
+                        revision,
+                        source_proposal_id,
+                        *lowered,
+                        entry_id,
+                    ),
+                )
+                if changed:
+                    _append_revision(
+                        conn, entry_id, revision, title_v, body_v, actor=actor, reason="recorded", now=now
+                    )
+                created = False
+            row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry_id,)).fetchone()
+            entry = entry_from_row(row)
+            append_event(
+                conn,
+                "memory.recorded",
+                actor=actor,
+                task_id=_task_of_scope(scope_v),
+                proposal_id=source_proposal_id,
+                payload={
+                    "memory_id": entry_id,
+                    "scope": scope_v,
+                    "kind": kind_v,
+                    "title": title_v,
+                    "status": status_v,
+                    "revision": entry.revision,
+                    "created": created,
+                },
+            )
+            return entry
+
+        return self.db.write(write)
+
+    def mark_stale(self, *, memory_id: object, reason_md: object, actor: str) -> MemoryEntry:
+        """``memory.mark_stale``: status ``stale`` and the reason appended to the body."""
+        id_v = check_memory_id(memory_id)
+        reason_v = _require_text("reason_md", reason_md, limit=MAX_TITLE_CHARS * 10)
+
+        def write(conn: sqlite3.Connection) -> MemoryEntry:
+            row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
+            if row is None:
+                raise NotFound(f"memory entry {id_v} does not exist")
+            body = row["body_md"]
+            new_body = (
+                f"Marked stale: {reason_v}" if not body.strip() else f"{body}\n\nStale reason: {reason_v}"
+            )
+            if len(new_body) > MAX_BODY_CHARS * 2:
+                raise InvalidArgument("the entry body would grow past its limit; record a new entry instead")
+            now = utc_now_iso()
+            revision = int(row["revision"]) + 1
+            conn.execute(
+                "UPDATE memory_entries SET status = 'stale', body_md = ?, lc_body = ?, updated_at = ?,"
+                " revision = ? WHERE id = ?",
+                (new_body, new_body.lower(), now, revision, id_v),
+            )
+            _append_revision(
+                conn, id_v, revision, row["title"], new_body, actor=actor, reason=reason_v, now=now
+            )
+            append_event(
+                conn,
+                "memory.marked_stale",
+                actor=actor,
+                task_id=_task_of_scope(row["scope"]),
+                payload={"memory_id": id_v, "reason_md": reason_v, "revision": revision},
+            )
+            return entry_from_row(
+                conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
+            )
+
+        return self.db.write(write)
+
+
+def _append_revision(
+    conn: sqlite3.Connection,
+    memory_id: str,
+    revision: int,
+    title: str,
+    body_md: str,
+    *,
+    actor: str,
+    reason: str | None,
+    now: str,
+    provenance: dict[str, Any] | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO memory_revisions (id, memory_id, revision, title, body_md, reason, actor, provenance,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            f"{memory_id}-r{revision}",
+            memory_id,
+            revision,
+            title,
+            body_md,
+            reason,
+            actor,
+            json.dumps(provenance or {}, sort_keys=True),
+            now,
+        ),
+    )
+
+
+def render_summary(label: str, entries: list[MemoryEntry]) -> str:
+    """Deterministic Markdown: a heading, then one item per entry with kind, title and body."""
+    lines = [f"## Memory summary: {label}", ""]
+    if not entries:
+        lines.append("_No entries._")
+    for entry in entries:
+        body = entry.body_md.strip().replace("\n", "\n  ")
+        lines.append(f"- **{entry.kind}**: {entry.title}\n  {body}")
+    return "\n".join(lines) + "\n"
+
+
+def _in_clause(column: str, prefix: str, values: list[str], params: dict[str, Any]) -> str:
+    """``column IN (:prefix0, ...)`` with each value bound in ``params``."""
+    names = []
+    for index, value in enumerate(values):
+        params[f"{prefix}{index}"] = value
+        names.append(f":{prefix}{index}")
+    return f"{column} IN ({', '.join(names)})" if names else "0"

@@ -1,0 +1,5 @@
+"""``python -m supervisor`` is the ``roundtable`` command."""
+
+from supervisor.cli import run
+
+run()

@@ -1,0 +1,11 @@
+"""The CLI's command modules. Each exposes ``register(subparsers, common)``."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from supervisor.commands import mcp_cmd, memory_cmd, project_cmd
+
+__all__ = ["COMMAND_MODULES"]
+
+COMMAND_MODULES: list[ModuleType] = [project_cmd, memory_cmd, mcp_cmd]
