@@ -104,9 +104,7 @@ class RoundtableMCPServer(MCPServer[Any]):
             if spec.name in allowed
         ]
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any], context: Any = None
-    ) -> CallToolResult:
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
         """Run a tool for the current principal; errors come back as structured error results."""
         outcome = await call_tool(self.services, self.registry, current_principal.get(), name, arguments)
         return tool_result(outcome.body(), is_error=not outcome.ok)

@@ -79,10 +79,25 @@ class Database:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = FULL")
         if not self.readonly:
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise InternalError(f"could not switch {self.path} to WAL (journal_mode={mode})")
+            self._ensure_wal(conn)
         return conn
+
+    def _ensure_wal(self, conn: sqlite3.Connection) -> None:
+        # WAL is persistent in the file, so this usually finds it already set. Switching needs an
+        # exclusive lock and SQLite may answer BUSY without calling the busy handler when several
+        # processes open a new database at once, hence the explicit retries.
+        if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() == "wal":
+            return
+        for attempt in Retrying(
+            retry=retry_if_exception(is_busy_error),
+            stop=stop_after_attempt(50),
+            wait=wait_random_exponential(multiplier=0.01, max=0.25),
+            reraise=True,
+        ):
+            with attempt:
+                mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise InternalError(f"could not switch {self.path} to WAL (journal_mode={mode})")
 
     def close(self) -> None:
         """Close every connection this object opened (from any thread)."""

@@ -33,6 +33,7 @@ __all__ = [
     "MAX_BODY_CHARS",
     "MAX_TITLE_CHARS",
     "MemoryEntry",
+    "MemoryRecord",
     "MemoryStore",
     "SummaryResult",
 ]
@@ -45,6 +46,15 @@ _INT64_MAX = 2**63 - 1
 _ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
+# Every stored field but the lower-cased search copies, which callers never need.
+_ENTRY_COLUMNS = ", ".join(
+    f"m.{name}"
+    for name in (
+        "id scope kind title body_md source_event_id importance status created_at updated_at workspace_id"
+        " tags provenance source_session_id source_proposal_id confidence reliability pinned revision"
+        " archived_at resynthesis_status"
+    ).split()
+)
 
 
 @dataclass(frozen=True)
@@ -188,6 +198,45 @@ def _task_of_scope(scope: str) -> str | None:
     return scope if scope.startswith("T-") else None
 
 
+@dataclass(frozen=True)
+class MemoryRecord:
+    """A validated ``memory.record`` input."""
+
+    scope: str
+    kind: str
+    title: str
+    body_md: str
+    source_event_id: int
+    importance: int
+    memory_id: str | None
+    status: str
+
+    @classmethod
+    def validate(
+        cls,
+        *,
+        scope: object,
+        kind: object,
+        title: object,
+        body_md: object,
+        source_event_id: object = None,
+        importance: object = None,
+        memory_id: object = None,
+        status: object = None,
+    ) -> MemoryRecord:
+        """Check every field against the contract; :class:`InvalidArgument` on the first problem."""
+        return cls(
+            scope=_require_text("scope", scope, limit=MAX_LABEL_CHARS),
+            kind=_require_text("kind", kind, limit=MAX_LABEL_CHARS),
+            title=_require_text("title", title, limit=MAX_TITLE_CHARS),
+            body_md=_require_text("body_md", body_md, limit=MAX_BODY_CHARS),
+            source_event_id=_optional_int("source_event_id", source_event_id, 0, minimum=0),
+            importance=_optional_int("importance", importance, 50) or 50,
+            memory_id=None if memory_id is None or memory_id == "" else check_memory_id(memory_id),
+            status="active" if status is None else _require_text("status", status, limit=MAX_LABEL_CHARS),
+        )
+
+
 class MemoryStore:
     """Reads and writes memory entries; every method is blocking (call it through ``Database.run``)."""
 
@@ -266,7 +315,8 @@ class MemoryStore:
             where = [*where, "(" + " OR ".join(f"instr({col}, :q) > 0" for col in _LC_COLUMNS) + ")"]
             params = {**params, "q": needle}
         sql = (
-            f"SELECT m.*, {score_sql} AS score FROM memory_entries AS m WHERE {' AND '.join(where) or '1'}"
+            f"SELECT {_ENTRY_COLUMNS}, {score_sql} AS score FROM memory_entries AS m"
+            f" WHERE {' AND '.join(where) or '1'}"
             " ORDER BY score DESC, m.importance DESC, m.id ASC LIMIT :limit"
         )
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
@@ -279,7 +329,7 @@ class MemoryStore:
         # Any-word semantics: each distinct word is a quoted FTS5 string, OR-ed together.
         expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
         sql = (
-            "SELECT m.*, -bm25(memory_fts) AS score FROM memory_fts"
+            f"SELECT {_ENTRY_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts"
             " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
             f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
             " ORDER BY bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
@@ -309,8 +359,11 @@ class MemoryStore:
                 where.append(f"scope = :{name}")
                 params[name] = value
         if allowed_scopes is not None:
-            where.append(_in_clause("scope", "allowed", sorted(allowed_scopes), params))
-        sql = f"SELECT * FROM memory_entries WHERE {' AND '.join(where)} ORDER BY importance DESC, id ASC"
+            where.append(_in_clause("m.scope", "allowed", sorted(allowed_scopes), params))
+        sql = (
+            f"SELECT {_ENTRY_COLUMNS} FROM memory_entries AS m WHERE {' AND '.join(where)}"
+            " ORDER BY importance DESC, id ASC"
+        )
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
         entries = [entry_from_row(row) for row in rows]
         label = filters["proposal_id"] or filters["task_id"] or filters["scope"] or "project"
@@ -338,103 +391,33 @@ class MemoryStore:
         With ``allowed_scopes`` (a capability's scopes) both the new scope and, on replacement,
         the stored entry's scope must be allowed.
         """
-        scope_v = _require_text("scope", scope, limit=MAX_LABEL_CHARS)
-        kind_v = _require_text("kind", kind, limit=MAX_LABEL_CHARS)
-        title_v = _require_text("title", title, limit=MAX_TITLE_CHARS)
-        body_v = _require_text("body_md", body_md, limit=MAX_BODY_CHARS)
-        source_v = _optional_int("source_event_id", source_event_id, 0, minimum=0)
-        importance_v = _optional_int("importance", importance, 50) or 50
-        id_v = None if memory_id is None or memory_id == "" else check_memory_id(memory_id)
-        status_v = "active" if status is None else _require_text("status", status, limit=MAX_LABEL_CHARS)
-        if allowed_scopes is not None and scope_v not in allowed_scopes:
-            raise Forbidden(f"scope {scope_v!r} is outside this capability's scopes")
-
-        def write(conn: sqlite3.Connection) -> MemoryEntry:
-            now = utc_now_iso()
-            existing = None
-            if id_v is not None:
-                existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
-            if (
-                existing is not None
-                and allowed_scopes is not None
-                and existing["scope"] not in allowed_scopes
-            ):
-                raise Forbidden(f"memory entry {id_v} lies outside this capability's scopes")
-            lowered = (title_v.lower(), body_v.lower(), scope_v.lower(), kind_v.lower())
-            if existing is None:
-                entry_id = id_v or new_id("memory")
-                conn.execute(
-                    "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id,"
-                    " importance, status, created_at, updated_at, source_proposal_id, revision,"
-                    " lc_title, lc_body, lc_scope, lc_kind)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-                    (
-                        entry_id,
-                        scope_v,
-                        kind_v,
-                        title_v,
-                        body_v,
-                        source_v or None,
-                        importance_v,
-                        status_v,
-                        now,
-                        now,
-                        source_proposal_id,
-                        *lowered,
-                    ),
-                )
-                _append_revision(conn, entry_id, 1, title_v, body_v, actor=actor, reason="created", now=now)
-                created = True
-            else:
-                entry_id = existing["id"]
-                changed = existing["title"] != title_v or existing["body_md"] != body_v
-                revision = int(existing["revision"]) + (1 if changed else 0)
-                conn.execute(
-                    "UPDATE memory_entries SET scope = ?, kind = ?, title = ?, body_md = ?,"
-                    " source_event_id = ?, importance = ?, status = ?, updated_at = ?, revision = ?,"
-                    " source_proposal_id = COALESCE(?, source_proposal_id),"
-                    " lc_title = ?, lc_body = ?, lc_scope = ?, lc_kind = ? WHERE id = ?",
-                    (
-                        scope_v,
-                        kind_v,
-                        title_v,
-                        body_v,
-                        source_v or None,
-                        importance_v,
-                        status_v,
-                        now,
-                        revision,
-                        source_proposal_id,
-                        *lowered,
-                        entry_id,
-                    ),
-                )
-                if changed:
-                    _append_revision(
-                        conn, entry_id, revision, title_v, body_v, actor=actor, reason="recorded", now=now
-                    )
-                created = False
-            row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry_id,)).fetchone()
-            entry = entry_from_row(row)
-            append_event(
+        record = MemoryRecord.validate(
+            scope=scope,
+            kind=kind,
+            title=title,
+            body_md=body_md,
+            source_event_id=source_event_id,
+            importance=importance,
+            memory_id=memory_id,
+            status=status,
+        )
+        if allowed_scopes is not None and record.scope not in allowed_scopes:
+            raise Forbidden(f"scope {record.scope!r} is outside this capability's scopes")
+        return self.db.write(
+            lambda conn: _write_record(
                 conn,
-                "memory.recorded",
+                record,
                 actor=actor,
-                task_id=_task_of_scope(scope_v),
-                proposal_id=source_proposal_id,
-                payload={
-                    "memory_id": entry_id,
-                    "scope": scope_v,
-                    "kind": kind_v,
-                    "title": title_v,
-                    "status": status_v,
-                    "revision": entry.revision,
-                    "created": created,
-                },
+                source_proposal_id=source_proposal_id,
+                allowed_scopes=allowed_scopes,
             )
-            return entry
+        )
 
-        return self.db.write(write)
+    def record_many(self, records: list[dict[str, Any]], *, actor: str) -> list[MemoryEntry]:
+        """Record many entries in one transaction (bulk import): all are validated first, then
+        written together, so either every entry and its event is stored or none is."""
+        validated = [MemoryRecord.validate(**fields) for fields in records]
+        return self.db.write(lambda conn: [_write_record(conn, record, actor=actor) for record in validated])
 
     def mark_stale(self, *, memory_id: object, reason_md: object, actor: str) -> MemoryEntry:
         """``memory.mark_stale``: status ``stale`` and the reason appended to the body."""
@@ -473,6 +456,103 @@ class MemoryStore:
             )
 
         return self.db.write(write)
+
+
+def _write_record(
+    conn: sqlite3.Connection,
+    record: MemoryRecord,
+    *,
+    actor: str,
+    source_proposal_id: str | None = None,
+    allowed_scopes: frozenset[str] | None = None,
+) -> MemoryEntry:
+    """Insert or fully replace one entry, its revision and its event, inside a write transaction."""
+    scope_v, kind_v, title_v, body_v = record.scope, record.kind, record.title, record.body_md
+    source_v, importance_v, id_v, status_v = (
+        record.source_event_id,
+        record.importance,
+        record.memory_id,
+        record.status,
+    )
+    now = utc_now_iso()
+    existing = None
+    if id_v is not None:
+        existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
+    if existing is not None and allowed_scopes is not None and existing["scope"] not in allowed_scopes:
+        raise Forbidden(f"memory entry {id_v} lies outside this capability's scopes")
+    lowered = (title_v.lower(), body_v.lower(), scope_v.lower(), kind_v.lower())
+    if existing is None:
+        entry_id = id_v or new_id("memory")
+        conn.execute(
+            "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id,"
+            " importance, status, created_at, updated_at, source_proposal_id, revision,"
+            " lc_title, lc_body, lc_scope, lc_kind)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+            (
+                entry_id,
+                scope_v,
+                kind_v,
+                title_v,
+                body_v,
+                source_v or None,
+                importance_v,
+                status_v,
+                now,
+                now,
+                source_proposal_id,
+                *lowered,
+            ),
+        )
+        _append_revision(conn, entry_id, 1, title_v, body_v, actor=actor, reason="created", now=now)
+        created = True
+    else:
+        entry_id = existing["id"]
+        changed = existing["title"] != title_v or existing["body_md"] != body_v
+        revision = int(existing["revision"]) + (1 if changed else 0)
+        conn.execute(
+            "UPDATE memory_entries SET scope = ?, kind = ?, title = ?, body_md = ?,"
+            " source_event_id = ?, importance = ?, status = ?, updated_at = ?, revision = ?,"
+            " source_proposal_id = COALESCE(?, source_proposal_id),"
+            " lc_title = ?, lc_body = ?, lc_scope = ?, lc_kind = ? WHERE id = ?",
+            (
+                scope_v,
+                kind_v,
+                title_v,
+                body_v,
+                source_v or None,
+                importance_v,
+                status_v,
+                now,
+                revision,
+                source_proposal_id,
+                *lowered,
+                entry_id,
+            ),
+        )
+        if changed:
+            _append_revision(
+                conn, entry_id, revision, title_v, body_v, actor=actor, reason="recorded", now=now
+            )
+        created = False
+    row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry_id,)).fetchone()
+    entry = entry_from_row(row)
+    append_event(
+        conn,
+        "memory.recorded",
+        actor=actor,
+        task_id=_task_of_scope(scope_v),
+        proposal_id=source_proposal_id,
+        payload={
+            "memory_id": entry_id,
+            "scope": scope_v,
+            "kind": kind_v,
+            "title": title_v,
+            "status": status_v,
+            "revision": entry.revision,
+            "created": created,
+        },
+    )
+    return entry
 
 
 def _append_revision(

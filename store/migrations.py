@@ -54,9 +54,15 @@ def load_migrations() -> list[Migration]:
 
 def apply_migrations(conn: sqlite3.Connection) -> list[str]:
     """Apply every migration not yet recorded; returns the names applied now."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
     applied: list[str] = []
     for migration in load_migrations():
         conn.execute("BEGIN IMMEDIATE")

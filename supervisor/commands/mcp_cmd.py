@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from capabilities.principals import local_operator
-from capabilities.server import RoundtableMCPServer
 from capabilities.tools import build_registry
 from supervisor.project import open_services
 
@@ -14,6 +13,8 @@ __all__ = ["register"]
 
 
 async def _stdio(args: argparse.Namespace) -> None:
+    from capabilities.server import RoundtableMCPServer  # the SDK is heavy; import it only to serve
+
     with open_services(args.root) as services:
         server = RoundtableMCPServer(services, build_registry(), default_principal=local_operator())
         await server.run_stdio_async()
