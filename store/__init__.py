@@ -28,6 +28,7 @@ from store.errors import (
     UnsafePath,
 )
 from store.events import Event, append_event, list_events
+from store.grants import GrantStore
 from store.memory import MemoryEntry, MemoryStore
 from store.migrations import apply_migrations
 from store.project import ProjectPaths, find_project_root, init_project
@@ -39,6 +40,7 @@ __all__ = [
     "DockerUnavailable",
     "Event",
     "Forbidden",
+    "GrantStore",
     "InternalError",
     "InvalidArgument",
     "InvalidCitation",
@@ -71,9 +73,11 @@ class Store:
     config: ProjectConfig
     db: Database
     memory: MemoryStore = field(init=False)
+    grants: GrantStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.memory = MemoryStore(self.db)
+        self.grants = GrantStore(self.db)
 
     def close(self) -> None:
         """Close every database connection."""

@@ -1,0 +1,518 @@
+"""Capability grants and operator tokens: minting, verification and revocation.
+
+A **grant** binds a role launch to one proposal ``P``: its task ``T`` (read from the proposal row
+inside the minting transaction), the allowed scopes ``{T, "project"}``, the allowed tools and an
+expiry. An **operator token** names an operator on HTTP. Both are bearer tokens minted with
+``secrets.token_urlsafe(32)``; only ``sha256(token)`` is stored. Verification looks the hash up
+(an indexed equality, so the lookup leaks nothing useful about near misses) and confirms it with
+:func:`hmac.compare_digest`. Expired or revoked credentials raise :class:`Unauthenticated`.
+
+The raw token is returned once, inside :class:`IssuedToken` whose ``repr`` hides it, and never
+reaches the database, an event, a log line or an error message. ``capability.granted`` and
+``capability.revoked`` events are written in the transaction of the change they describe.
+
+Connection-level helpers (``revoke_in``, ``revoke_for_proposal_in``, ``revoke_for_launch_in``)
+let other stores revoke grants inside their own write transaction, for example when a proposal
+leaves review or a launch ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from store.db import Database
+from store.errors import Conflict, InvalidArgument, NotFound, Unauthenticated
+from store.events import append_event
+from store.ids import new_id, utc_now
+
+__all__ = [
+    "MAX_TTL_SECONDS",
+    "PROJECT_SCOPE",
+    "GrantRecord",
+    "GrantStore",
+    "IssuedToken",
+    "OperatorTokenRecord",
+    "hash_token",
+    "looks_like_token",
+    "revoke_for_launch_in",
+    "revoke_for_proposal_in",
+    "revoke_in",
+]
+
+PROJECT_SCOPE = "project"
+MAX_TTL_SECONDS = 7 * 24 * 3600
+TOKEN_BYTES = 32
+_TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
+_NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
+_LABEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+# Proposals in these states can no longer be reviewed, so no capability is minted for them.
+_CLOSED_PROPOSAL_STATES = frozenset({"accepted", "rejected", "withdrawn"})
+
+
+def hash_token(token: str) -> str:
+    """The hex SHA-256 of a token: the only form a token is ever stored in."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def looks_like_token(value: str) -> bool:
+    """Whether ``value`` has the shape of a minted token (URL-safe base64, sane length)."""
+    return bool(_TOKEN_SHAPE.match(value))
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime(_TIME_FORMAT)
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class GrantRecord:
+    """One capability grant, as stored (the token hash is not part of it)."""
+
+    id: str
+    role: str
+    agent_id: str
+    proposal_id: str
+    task_id: str
+    scopes: frozenset[str]
+    tools: frozenset[str]
+    launch_id: str | None
+    created_by: str
+    created_at: str
+    expires_at: str
+    revoked_at: str | None
+    revoked_reason: str | None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """Whether the grant's expiry has passed."""
+        return _parse(self.expires_at) <= (now or utc_now())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape shown to operators (never the token)."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "agent_id": self.agent_id,
+            "proposal_id": self.proposal_id,
+            "task_id": self.task_id,
+            "scopes": sorted(self.scopes),
+            "tools": sorted(self.tools),
+            "launch_id": self.launch_id,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+            "revoked_reason": self.revoked_reason,
+        }
+
+
+@dataclass(frozen=True)
+class OperatorTokenRecord:
+    """One operator token, as stored (the token hash is not part of it)."""
+
+    id: str
+    name: str
+    created_by: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape shown to operators (never the token)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A freshly minted credential: the stored record and the raw token, shown exactly once."""
+
+    record: GrantRecord | OperatorTokenRecord
+    token: str = field(repr=False)
+
+
+def _grant_from_row(row: sqlite3.Row) -> GrantRecord:
+    return GrantRecord(
+        id=row["id"],
+        role=row["role"],
+        agent_id=row["agent_id"],
+        proposal_id=row["proposal_id"],
+        task_id=row["task_id"],
+        scopes=frozenset(json.loads(row["scopes"])),
+        tools=frozenset(json.loads(row["tools"])),
+        launch_id=row["launch_id"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        revoked_reason=row["revoked_reason"],
+    )
+
+
+def _operator_from_row(row: sqlite3.Row) -> OperatorTokenRecord:
+    return OperatorTokenRecord(
+        id=row["id"],
+        name=row["name"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+    )
+
+
+def _check_ttl(ttl_seconds: object, *, required: bool) -> int | None:
+    if ttl_seconds is None:
+        if required:
+            raise InvalidArgument("ttl_seconds is required")
+        return None
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+        raise InvalidArgument("ttl_seconds must be an integer")
+    if not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
+        raise InvalidArgument(f"ttl_seconds must lie between 1 and {MAX_TTL_SECONDS}")
+    return ttl_seconds
+
+
+def _check_label(name: str, value: object) -> str:
+    if not isinstance(value, str) or not _LABEL_SHAPE.match(value):
+        raise InvalidArgument(f"{name} must be a nonblank identifier (letters, digits, '.', '_', ':', '-')")
+    return value
+
+
+def _check_tools(tools: object) -> list[str]:
+    if not isinstance(tools, frozenset | set | list | tuple) or not tools:
+        raise InvalidArgument("a grant needs a nonempty set of tools")
+    names = sorted({str(tool) for tool in tools})
+    for name in names:
+        _check_label("tool", name)
+    return names
+
+
+def _proposal_task(conn: sqlite3.Connection, proposal_id: str) -> str:
+    """The task of proposal ``proposal_id``, refusing unknown or closed proposals."""
+    try:
+        row = conn.execute("SELECT task_id, status FROM proposals WHERE id = ?", (proposal_id,)).fetchone()
+    except sqlite3.OperationalError as exc:  # the proposals table is not migrated in yet
+        raise NotFound(f"proposal {proposal_id} does not exist") from exc
+    if row is None:
+        raise NotFound(f"proposal {proposal_id} does not exist")
+    if str(row["status"]) in _CLOSED_PROPOSAL_STATES:
+        raise Conflict(f"proposal {proposal_id} is {row['status']}; no capability is granted for it")
+    return str(row["task_id"])
+
+
+def revoke_in(
+    conn: sqlite3.Connection, grant_id: str, *, actor: str, reason: str
+) -> tuple[GrantRecord, bool]:
+    """Revoke one grant inside the caller's write transaction.
+
+    Returns the grant and whether this call revoked it (``False`` when it already was).
+    """
+    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"capability grant {grant_id} does not exist")
+    if row["revoked_at"] is not None:
+        return _grant_from_row(row), False
+    now = _stamp(utc_now())
+    conn.execute(
+        "UPDATE capability_grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+        (now, reason, grant_id),
+    )
+    grant = _grant_from_row(
+        conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    )
+    append_event(
+        conn,
+        "capability.revoked",
+        actor=actor,
+        task_id=grant.task_id,
+        proposal_id=grant.proposal_id,
+        payload={
+            "grant_id": grant.id,
+            "role": grant.role,
+            "agent_id": grant.agent_id,
+            "launch_id": grant.launch_id,
+            "reason": reason,
+        },
+    )
+    return grant, True
+
+
+def _revoke_where(
+    conn: sqlite3.Connection, where: str, params: tuple[Any, ...], *, actor: str, reason: str
+) -> list[GrantRecord]:
+    ids = [
+        row["id"]
+        for row in conn.execute(
+            f"SELECT id FROM capability_grants WHERE revoked_at IS NULL AND ({where}) ORDER BY id", params
+        )
+    ]
+    return [revoke_in(conn, grant_id, actor=actor, reason=reason)[0] for grant_id in ids]
+
+
+def revoke_for_proposal_in(
+    conn: sqlite3.Connection, proposal_id: str, *, actor: str, reason: str
+) -> list[GrantRecord]:
+    """Revoke every live grant on ``proposal_id`` (call it when the proposal leaves review)."""
+    return _revoke_where(conn, "proposal_id = ?", (proposal_id,), actor=actor, reason=reason)
+
+
+def revoke_for_launch_in(
+    conn: sqlite3.Connection, launch_id: str, *, actor: str, reason: str
+) -> list[GrantRecord]:
+    """Revoke every live grant of ``launch_id`` (call it when the launch ends, for any reason)."""
+    return _revoke_where(conn, "launch_id = ?", (launch_id,), actor=actor, reason=reason)
+
+
+class GrantStore:
+    """Mints, verifies and revokes grants and operator tokens; every method is blocking."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now):
+        self.db = db
+        # Replaceable so tests can move time forward instead of sleeping past an expiry.
+        self.clock = clock
+
+    # -- capability grants ---------------------------------------------------------------------
+
+    def mint_grant(
+        self,
+        *,
+        proposal_id: str,
+        role: str,
+        agent_id: str,
+        tools: frozenset[str],
+        ttl_seconds: int,
+        actor: str,
+        launch_id: str | None = None,
+    ) -> IssuedToken:
+        """Mint a capability for ``role`` bound to ``proposal_id``; the token is in the answer only.
+
+        The task and the scopes ``{task, "project"}`` come from the proposal row, read in the
+        same transaction that stores the grant and its ``capability.granted`` event.
+        """
+        proposal_v = _check_label("proposal_id", proposal_id)
+        role_v = _check_label("role", role)
+        agent_v = _check_label("agent_id", agent_id)
+        launch_v = None if launch_id is None else _check_label("launch_id", launch_id)
+        tool_names = _check_tools(tools)
+        ttl = _check_ttl(ttl_seconds, required=True)
+        assert ttl is not None
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        digest = hash_token(token)
+
+        def write(conn: sqlite3.Connection) -> GrantRecord:
+            task_id = _proposal_task(conn, proposal_v)
+            now = self.clock()
+            grant_id = new_id("grant")
+            scopes = sorted({task_id, PROJECT_SCOPE})
+            conn.execute(
+                "INSERT INTO capability_grants (id, role, agent_id, proposal_id, task_id, scopes, tools,"
+                " launch_id, token_sha256, created_by, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    grant_id,
+                    role_v,
+                    agent_v,
+                    proposal_v,
+                    task_id,
+                    json.dumps(scopes),
+                    json.dumps(tool_names),
+                    launch_v,
+                    digest,
+                    actor,
+                    _stamp(now),
+                    _stamp(now + timedelta(seconds=ttl)),
+                ),
+            )
+            row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+            grant = _grant_from_row(row)
+            append_event(
+                conn,
+                "capability.granted",
+                actor=actor,
+                task_id=task_id,
+                proposal_id=proposal_v,
+                payload={
+                    "grant_id": grant_id,
+                    "role": role_v,
+                    "agent_id": agent_v,
+                    "scopes": scopes,
+                    "tools": tool_names,
+                    "launch_id": launch_v,
+                    "expires_at": grant.expires_at,
+                },
+            )
+            return grant
+
+        return IssuedToken(self.db.write(write), token)
+
+    def get_grant(self, grant_id: str) -> GrantRecord:
+        """One grant by ID, or :class:`NotFound`."""
+        row = self.db.read(
+            lambda conn: conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+        )
+        if row is None:
+            raise NotFound(f"capability grant {grant_id} does not exist")
+        return _grant_from_row(row)
+
+    def list_grants(self, *, proposal_id: str | None = None, active_only: bool = False) -> list[GrantRecord]:
+        """Grants, newest first, optionally of one proposal and only live ones."""
+        clauses, params = ["1"], []
+        if proposal_id is not None:
+            clauses.append("proposal_id = ?")
+            params.append(proposal_id)
+        if active_only:
+            clauses.append("revoked_at IS NULL AND expires_at > ?")
+            params.append(_stamp(self.clock()))
+        sql = (
+            f"SELECT * FROM capability_grants WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC"
+        )
+        rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
+        return [_grant_from_row(row) for row in rows]
+
+    def bind_launch(self, grant_id: str, launch_id: str, *, actor: str) -> GrantRecord:
+        """Record the launch a grant was minted for, once (the grant may be minted first)."""
+        launch_v = _check_label("launch_id", launch_id)
+
+        def write(conn: sqlite3.Connection) -> GrantRecord:
+            row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+            if row is None:
+                raise NotFound(f"capability grant {grant_id} does not exist")
+            if row["launch_id"] not in (None, launch_v):
+                raise Conflict(f"capability grant {grant_id} already belongs to launch {row['launch_id']}")
+            conn.execute("UPDATE capability_grants SET launch_id = ? WHERE id = ?", (launch_v, grant_id))
+            return _grant_from_row(
+                conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+            )
+
+        return self.db.write(write)
+
+    def revoke(
+        self, grant_id: str, *, actor: str, reason: str = "revoked by operator"
+    ) -> tuple[GrantRecord, bool]:
+        """Revoke a grant; returns it and whether this call revoked it (idempotent)."""
+        grant_v = _check_label("grant_id", grant_id)
+        return self.db.write(lambda conn: revoke_in(conn, grant_v, actor=actor, reason=reason))
+
+    def revoke_for_proposal(self, proposal_id: str, *, actor: str, reason: str) -> list[GrantRecord]:
+        """Revoke every live grant on a proposal, in one transaction."""
+        return self.db.write(
+            lambda conn: revoke_for_proposal_in(conn, proposal_id, actor=actor, reason=reason)
+        )
+
+    def revoke_for_launch(self, launch_id: str, *, actor: str, reason: str) -> list[GrantRecord]:
+        """Revoke every live grant of a launch, in one transaction."""
+        return self.db.write(lambda conn: revoke_for_launch_in(conn, launch_id, actor=actor, reason=reason))
+
+    # -- operator tokens -----------------------------------------------------------------------
+
+    def mint_operator_token(self, *, name: str, actor: str, ttl_seconds: int | None = None) -> IssuedToken:
+        """Mint an operator token called ``name``; the token is in the answer only."""
+        if not isinstance(name, str) or not _NAME_SHAPE.match(name):
+            raise InvalidArgument(
+                "name must be 1-100 characters: letters, digits, '.', '_', '@', ':' or '-', "
+                "starting with a letter or digit"
+            )
+        ttl = _check_ttl(ttl_seconds, required=False)
+        token = secrets.token_urlsafe(TOKEN_BYTES)
+        digest = hash_token(token)
+
+        def write(conn: sqlite3.Connection) -> OperatorTokenRecord:
+            now = self.clock()
+            token_id = new_id("token")
+            expires = None if ttl is None else _stamp(now + timedelta(seconds=ttl))
+            conn.execute(
+                "INSERT INTO operator_tokens (id, name, token_sha256, created_by, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (token_id, name, digest, actor, _stamp(now), expires),
+            )
+            append_event(
+                conn,
+                "operator_token.created",
+                actor=actor,
+                payload={"token_id": token_id, "name": name, "expires_at": expires},
+            )
+            row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
+            return _operator_from_row(row)
+
+        return IssuedToken(self.db.write(write), token)
+
+    def revoke_operator_token(self, token_id: str, *, actor: str) -> tuple[OperatorTokenRecord, bool]:
+        """Revoke an operator token by its ID; returns it and whether this call revoked it."""
+        id_v = _check_label("token_id", token_id)
+
+        def write(conn: sqlite3.Connection) -> tuple[OperatorTokenRecord, bool]:
+            row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (id_v,)).fetchone()
+            if row is None:
+                raise NotFound(f"operator token {id_v} does not exist")
+            if row["revoked_at"] is not None:
+                return _operator_from_row(row), False
+            conn.execute(
+                "UPDATE operator_tokens SET revoked_at = ?, revoked_reason = 'revoked by operator'"
+                " WHERE id = ?",
+                (_stamp(self.clock()), id_v),
+            )
+            append_event(
+                conn, "operator_token.revoked", actor=actor, payload={"token_id": id_v, "name": row["name"]}
+            )
+            return _operator_from_row(
+                conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (id_v,)).fetchone()
+            ), True
+
+        return self.db.write(write)
+
+    def list_operator_tokens(self) -> list[OperatorTokenRecord]:
+        """Every operator token, newest first."""
+        rows = self.db.read(
+            lambda conn: conn.execute(
+                "SELECT * FROM operator_tokens ORDER BY created_at DESC, id DESC"
+            ).fetchall()
+        )
+        return [_operator_from_row(row) for row in rows]
+
+    # -- verification --------------------------------------------------------------------------
+
+    def authenticate(self, token: str) -> GrantRecord | OperatorTokenRecord:
+        """The live grant or operator token behind ``token``, or :class:`Unauthenticated`.
+
+        Error messages never contain the token; unknown, expired and revoked credentials each
+        say which, since only a holder of the token can provoke the distinction.
+        """
+        if not isinstance(token, str) or not looks_like_token(token):
+            raise Unauthenticated("the bearer token is malformed")
+        digest = hash_token(token)
+
+        def read(conn: sqlite3.Connection) -> tuple[str, sqlite3.Row] | None:
+            for kind, table in (("grant", "capability_grants"), ("operator", "operator_tokens")):
+                row = conn.execute(f"SELECT * FROM {table} WHERE token_sha256 = ?", (digest,)).fetchone()
+                if row is not None:
+                    return kind, row
+            return None
+
+        found = self.db.read(read)
+        if found is None or not hmac.compare_digest(str(found[1]["token_sha256"]), digest):
+            raise Unauthenticated("the bearer token is not known")
+        kind, row = found
+        if row["revoked_at"] is not None:
+            raise Unauthenticated("the credential has been revoked")
+        expires_at = row["expires_at"]
+        if expires_at is not None and _parse(str(expires_at)) <= self.clock():
+            raise Unauthenticated("the credential has expired")
+        return _grant_from_row(row) if kind == "grant" else _operator_from_row(row)
