@@ -32,6 +32,7 @@ from store.grants import GrantStore
 from store.memory import MemoryEntry, MemoryStore
 from store.migrations import apply_migrations
 from store.project import ProjectPaths, find_project_root, init_project
+from store.safe_files import SafeFiles
 
 __all__ = [
     "ArtifactMismatch",
@@ -53,6 +54,7 @@ __all__ = [
     "ProjectConfig",
     "ProjectPaths",
     "RoundtableError",
+    "SafeFiles",
     "Store",
     "Unauthenticated",
     "UnsafePath",
@@ -74,13 +76,16 @@ class Store:
     db: Database
     memory: MemoryStore = field(init=False)
     grants: GrantStore = field(init=False)
+    files: SafeFiles = field(init=False)
 
     def __post_init__(self) -> None:
         self.memory = MemoryStore(self.db)
         self.grants = GrantStore(self.db)
+        self.files = SafeFiles(self.paths.root)
 
     def close(self) -> None:
-        """Close every database connection."""
+        """Close every database connection and the project root handle."""
+        self.files.close()
         self.db.close()
 
 
