@@ -29,6 +29,7 @@ from store.errors import (
 )
 from store.events import Event, append_event, list_events
 from store.grants import GrantStore
+from store.launches import Launch, LaunchStatus, LaunchStore
 from store.memory import MemoryEntry, MemoryStore
 from store.migrations import apply_migrations
 from store.project import ProjectPaths, find_project_root, init_project
@@ -45,7 +46,10 @@ __all__ = [
     "InternalError",
     "InvalidArgument",
     "InvalidCitation",
+    "Launch",
     "LaunchFailed",
+    "LaunchStatus",
+    "LaunchStore",
     "LaunchTimeout",
     "MemoryEntry",
     "MemoryStore",
@@ -75,11 +79,13 @@ class Store:
     config: ProjectConfig
     db: Database
     memory: MemoryStore = field(init=False)
+    launches: LaunchStore = field(init=False)
     grants: GrantStore = field(init=False)
     files: SafeFiles = field(init=False)
 
     def __post_init__(self) -> None:
         self.memory = MemoryStore(self.db)
+        self.launches = LaunchStore(self.db)
         self.grants = GrantStore(self.db)
         self.files = SafeFiles(self.paths.root)
 
