@@ -11,6 +11,7 @@ from pathlib import Path
 
 from store.config import ProjectConfig, package_version
 from store.db import Database
+from store.decisions import DecisionStore
 from store.errors import (
     ArtifactMismatch,
     Conflict,
@@ -32,13 +33,20 @@ from store.grants import GrantStore
 from store.launches import Launch, LaunchStatus, LaunchStore
 from store.memory import MemoryEntry, MemoryStore
 from store.migrations import apply_migrations
+from store.patches import PatchArtifactStore, patch_relative_path
 from store.project import ProjectPaths, find_project_root, init_project
+from store.proposals import ProposalStore
 from store.safe_files import SafeFiles
+from store.tasks import TaskStore
+from store.timeline import TimelineStore
+from store.votes import ReviewStore
+from store.workspace import WorkspaceStore
 
 __all__ = [
     "ArtifactMismatch",
     "Conflict",
     "Database",
+    "DecisionStore",
     "DockerUnavailable",
     "Event",
     "Forbidden",
@@ -55,19 +63,26 @@ __all__ = [
     "MemoryStore",
     "NotFound",
     "NotInitialized",
+    "PatchArtifactStore",
     "ProjectConfig",
     "ProjectPaths",
+    "ProposalStore",
+    "ReviewStore",
     "RoundtableError",
     "SafeFiles",
     "Store",
+    "TaskStore",
+    "TimelineStore",
     "Unauthenticated",
     "UnsafePath",
+    "WorkspaceStore",
     "append_event",
     "find_project_root",
     "init_project",
     "list_events",
     "open_store",
     "package_version",
+    "patch_relative_path",
 ]
 
 
@@ -82,12 +97,28 @@ class Store:
     launches: LaunchStore = field(init=False)
     grants: GrantStore = field(init=False)
     files: SafeFiles = field(init=False)
+    tasks: TaskStore = field(init=False)
+    patches: PatchArtifactStore = field(init=False)
+    proposals: ProposalStore = field(init=False)
+    reviews: ReviewStore = field(init=False)
+    decisions: DecisionStore = field(init=False)
+    timeline: TimelineStore = field(init=False)
+    workspace: WorkspaceStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.memory = MemoryStore(self.db)
         self.launches = LaunchStore(self.db)
         self.grants = GrantStore(self.db)
         self.files = SafeFiles(self.paths.root)
+        self.tasks = TaskStore(self.db)
+        self.patches = PatchArtifactStore(
+            self.db, self.paths, self.files, max_bytes=self.config.policy.max_patch_bytes
+        )
+        self.proposals = ProposalStore(self.db, self.config, self.patches)
+        self.reviews = ReviewStore(self.db, self.config)
+        self.decisions = DecisionStore(self.db, self.config)
+        self.timeline = TimelineStore(self.db, self.config, self.memory)
+        self.workspace = WorkspaceStore(self.db, self.paths.root, self.config, self.patches)
 
     def close(self) -> None:
         """Close every database connection and the project root handle."""

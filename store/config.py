@@ -86,6 +86,8 @@ class PolicyConfig(_Strict):
         ]
     )
     max_patch_bytes: int = Field(default=1048576, ge=1024, le=64 * 1048576)
+    require_security_approval: bool = True
+    max_apply_file_bytes: int = Field(default=16 * 1048576, ge=1024, le=1024 * 1048576)
 
 
 class _Roles(_Strict):
@@ -162,6 +164,8 @@ max_tokens = 20000                    # token budget per launch, enforced by the
 required_approvals = 2                # counting approvals needed, with no counting reject or veto
 security_risks = ["high", "critical"] # risks that add the Security voting role
 max_patch_bytes = 1048576             # the largest patch accepted
+require_security_approval = true      # when Security votes, consensus needs one Security approval
+max_apply_file_bytes = 16777216       # the largest project file patch.validate/patch.apply will read
 # paths that add the Security voting role (glob patterns; ** crosses directories)
 security_paths = [
   ".env*", "**/.env*", "auth/**", "**/auth/**", "infra/**", "migrations/**", "**/migrations/**",
