@@ -192,7 +192,7 @@ class FakeDockerBackend:
         """See :class:`~supervisor.docker_client.DockerBackend`."""
         self._enter("wait")
         found = self._find(container)
-        if found.state == "created" or not found.stopped.wait(timeout):
+        if not found.stopped.wait(timeout):
             return None
         return found.exit_code
 

@@ -16,6 +16,7 @@ import docker.errors
 import pytest
 
 from store import Conflict, DockerUnavailable, InvalidArgument, LaunchFailed, Store, list_events
+from store.config import RoleConfig
 from store.launches import MAX_LOG_TAIL_BYTES, LaunchStatus
 from supervisor.docker_client import DockerClient, SdkDockerBackend, is_transient
 from supervisor.fake_docker import (
@@ -441,3 +442,10 @@ def test_a_missing_daemon_is_docker_unavailable_with_a_clear_message(tmp_path: P
     gc.collect()  # a socket left open by a failed connect would warn here (warnings are errors)
     assert "cannot reach the Docker engine" in message
     assert "is it running" in message
+
+
+def test_limits_come_from_the_role_config() -> None:
+    role = RoleConfig(memory_limit="256m", cpus=0.5, pids_limit=64, nofile_limit=512)
+    limits = LaunchLimits.from_role(role)
+    assert limits == LaunchLimits(memory_bytes=256 * 1024**2, cpus=0.5, pids=64, nofile=512)
+    assert LaunchLimits.from_role(RoleConfig()).memory_bytes == 512 * 1024**2

@@ -1,0 +1,156 @@
+"""Role launch: launch-to-exit time of a no-op role through DockerLauncher beside a bare ``docker run``.
+
+Each repetition runs, in turn (interleaved, so drift on a shared machine hits all three alike):
+
+* ``docker run --rm IMAGE --version``: the baseline, the engine's own floor plus the CLI;
+* the same ``docker run --rm`` with every hardening flag the launcher sets: what hardening costs;
+* ``DockerLauncher.run`` of the same no-op, from ``request`` to the recorded end: a launch record
+  with its events, a runtime directory with a token file, create, start, wait, inspect, logs,
+  remove, and the directory removed again.
+
+Prints medians and p95 beside the baseline, then the median time of each launcher phase.
+Usage: ``python -m benchmarks.bench_launch [--repeat N] [--image TAG]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from benchmarks._timing import Timing
+from store import init_project, open_store
+from store.config import package_version
+from supervisor.launch_spec import LaunchLimits, LaunchPhase, LaunchSpec
+from supervisor.launcher import DockerLauncher
+from supervisor.logging import configure_logging
+from supervisor.runtime_dir import RuntimeRoot
+
+_LIMITS = LaunchLimits(memory_bytes=512 * 1024**2, cpus=1.0, pids=128, nofile=1024)
+
+
+_PHASES = {
+    LaunchPhase.CREATING: "request: launch row + event, runtime dir, token file",
+    LaunchPhase.CREATED: "containers.create + container id committed",
+    LaunchPhase.RUNNING: "start + running committed",
+    LaunchPhase.STOPPED: "wait: the container runs the no-op",
+    LaunchPhase.ENDED: "inspect, logs, remove, end committed",
+}
+
+
+def _bare(image: str) -> list[str]:
+    return ["docker", "run", "--rm", image, "--version"]
+
+
+def _hardened_cli(image: str) -> list[str]:
+    return [
+        "docker", "run", "--rm", "--user", "10001:10001", "--cap-drop", "ALL",
+        "--security-opt", "no-new-privileges:true", "--read-only",
+        "--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=64m", "--network", "none",
+        "--memory", str(_LIMITS.memory_bytes), "--memory-swap", str(_LIMITS.memory_bytes),
+        "--cpus", str(_LIMITS.cpus), "--pids-limit", str(_LIMITS.pids),
+        "--ulimit", f"nofile={_LIMITS.nofile}:{_LIMITS.nofile}", "--ulimit", "msgqueue=0:0",
+        "--ipc", "none", "--init", "--log-opt", "max-size=1m", image, "--version",
+    ]  # fmt: skip
+
+
+async def _timed_cli(argv: list[str]) -> float:
+    start = time.perf_counter()
+    proc = await anyio.run_process(argv, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(argv[:3])} failed: {proc.stderr.decode().strip()}")
+    return elapsed
+
+
+async def _main(repeat: int, image: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="rt-bench-", dir="/tmp") as tmp:
+        paths, _ = init_project(Path(tmp) / "proj")
+        store = open_store(paths)
+        runtime = RuntimeRoot("rtbench", base=Path(tmp) / "rt")
+        launcher = DockerLauncher(store.launches, supervisor_id="rtbench", runtime=runtime)
+        phases: dict[str, list[float]] = defaultdict(list)
+
+        async def launch() -> float:
+            start = time.perf_counter()
+            record = await store.db.run(
+                store.launches.request,
+                role="memory_oracle",
+                agent_id="bench",
+                proposal_id="P-bench",
+                image=image,
+            )
+            rundir = runtime.create(record.id)
+            rundir.write_token_file("bench-token")
+            spec = LaunchSpec(
+                launch_id=record.id,
+                role=record.role,
+                proposal_id=record.proposal_id,
+                image=image,
+                command=("--version",),
+                runtime_dir=rundir.path,
+                limits=_LIMITS,
+                timeout_seconds=60,
+            )
+            last = start
+
+            def on_phase(phase: LaunchPhase) -> None:
+                nonlocal last
+                now = time.perf_counter()
+                phases[str(phase)].append(now - last)
+                last = now
+
+            outcome = await launcher.run(spec, on_phase=on_phase)
+            rundir.remove()
+            if outcome.exit_code != 0:
+                raise SystemExit(f"the no-op launch failed: {outcome.to_dict()}\n{outcome.log_tail}")
+            return time.perf_counter() - start
+
+        try:
+            await launcher.docker.ping()
+            # Warm-up: page in the image, the CLI and the SDK's connection pool.
+            await _timed_cli(_bare(image))
+            await _timed_cli(_hardened_cli(image))
+            await launch()
+            phases.clear()
+            samples: dict[str, list[float]] = defaultdict(list)
+            for _ in range(repeat):
+                samples["bare"].append(await _timed_cli(_bare(image)))
+                samples["hardened"].append(await _timed_cli(_hardened_cli(image)))
+                samples["launcher"].append(await launch())
+        finally:
+            await launcher.aclose()
+            store.close()
+
+    baseline = Timing("docker run --rm IMAGE --version (baseline)", samples["bare"])
+    hardened = Timing("docker run --rm + every hardening flag", samples["hardened"])
+    ours = Timing("DockerLauncher.run (record, dir, token, remove)", samples["launcher"])
+    print(f"role launch, no-op ({image}), {repeat} interleaved repetitions")
+    for timing in (baseline, hardened, ours):
+        print(timing.line(baseline))
+    print(f"launcher vs hardened docker run: x{ours.median / hardened.median:.2f}")
+    print("launcher phases (median time from the previous phase):")
+    for phase, what in _PHASES.items():
+        values = phases.get(str(phase), [])
+        median = f"{statistics.median(values) * 1000:9.1f} ms" if values else "        -"
+        print(f"  {phase!s:<9} {what:<58}{median}")
+
+
+def main() -> None:
+    """Parse arguments and run the benchmark."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
+    args = parser.parse_args()
+    configure_logging(verbose=False, json_logs=True)
+    anyio.run(_main, args.repeat, args.image)
+
+
+if __name__ == "__main__":
+    main()
