@@ -32,6 +32,7 @@ from store.events import Event, append_event, list_events
 from store.grants import GrantStore
 from store.launches import Launch, LaunchStatus, LaunchStore
 from store.memory import MemoryEntry, MemoryStore
+from store.memory_admin import MemoryAdmin
 from store.migrations import apply_migrations
 from store.patches import PatchArtifactStore, patch_relative_path
 from store.project import ProjectPaths, find_project_root, init_project
@@ -59,6 +60,7 @@ __all__ = [
     "LaunchStatus",
     "LaunchStore",
     "LaunchTimeout",
+    "MemoryAdmin",
     "MemoryEntry",
     "MemoryStore",
     "NotFound",
@@ -94,6 +96,7 @@ class Store:
     config: ProjectConfig
     db: Database
     memory: MemoryStore = field(init=False)
+    memory_admin: MemoryAdmin = field(init=False)
     launches: LaunchStore = field(init=False)
     grants: GrantStore = field(init=False)
     files: SafeFiles = field(init=False)
@@ -107,6 +110,7 @@ class Store:
 
     def __post_init__(self) -> None:
         self.memory = MemoryStore(self.db)
+        self.memory_admin = MemoryAdmin(self.db)
         self.launches = LaunchStore(self.db)
         self.grants = GrantStore(self.db)
         self.files = SafeFiles(self.paths.root)
