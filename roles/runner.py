@@ -1,23 +1,42 @@
 """Entry point of the role image: ``python -m roles.runner``.
 
-For now the runner only identifies itself; the MCP client that talks to the supervisor over the
-per-launch socket comes with the launcher.
+Inside a role container the runner finds its launch channel in the read-only per-launch mount:
+the Unix socket served by the supervisor and the grant's token file. It connects with the real
+``mcp`` client (streamable HTTP over the socket, the token in the ``Authorization`` header),
+lists its tools, runs the configured provider, and prints one JSON line with what it did.
 
-* ``--version`` prints ``roundtable-role <version>`` and exits 0 (used to smoke-test the image);
-* with no arguments it reports that no channel is configured and exits 2.
+Exit status: 0 done; 2 no launch channel (no socket); 3 no grant (no token file, or the
+supervisor refused it); 4 the provider failed (a tool or the model gateway answered an error
+it could not recover from); 1 anything else. Every failure prints one clear line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
-__all__ = ["EXIT_NO_CHANNEL", "main", "role_version"]
+import anyio
+
+__all__ = [
+    "DEFAULT_CHANNEL_DIR",
+    "EXIT_NO_CHANNEL",
+    "EXIT_NO_GRANT",
+    "EXIT_PROVIDER_FAILED",
+    "RunnerConfig",
+    "main",
+    "role_version",
+]
 
 EXIT_NO_CHANNEL = 2
-"""Exit status when the runner starts without a launch channel."""
+EXIT_NO_GRANT = 3
+EXIT_PROVIDER_FAILED = 4
+DEFAULT_CHANNEL_DIR = Path("/run/roundtable")
 
 
 def role_version() -> str:
@@ -28,13 +47,108 @@ def role_version() -> str:
         return "0+unknown"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the role runner with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+@dataclass(frozen=True)
+class RunnerConfig:
+    """Where the channel is and which provider to run."""
+
+    socket: Path
+    token_file: Path
+    provider: str
+    max_turns: int
+    model: str
+
+
+class _RunnerError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _config(argv: Sequence[str] | None) -> RunnerConfig:
+    channel = Path(os.environ.get("ROUNDTABLE_CHANNEL_DIR", str(DEFAULT_CHANNEL_DIR)))
     parser = argparse.ArgumentParser(prog="roles.runner", description="Roundtable role runner.")
     parser.add_argument("--version", action="version", version=f"roundtable-role {role_version()}")
-    parser.parse_args(argv)
-    print("roles.runner: no launch channel configured; nothing to do", file=sys.stderr)
-    return EXIT_NO_CHANNEL
+    parser.add_argument("--socket", type=Path, default=channel / "mcp.sock", help="the launch socket")
+    parser.add_argument("--token-file", type=Path, default=channel / "token", help="the grant's token file")
+    parser.add_argument(
+        "--provider", default=os.environ.get("ROUNDTABLE_PROVIDER", "lexical"), choices=["lexical", "openai"]
+    )
+    parser.add_argument("--max-turns", type=int, default=int(os.environ.get("ROUNDTABLE_MAX_TURNS", "12")))
+    parser.add_argument("--model", default=os.environ.get("ROUNDTABLE_MODEL", "default"))
+    args = parser.parse_args(argv)
+    return RunnerConfig(args.socket, args.token_file, args.provider, args.max_turns, args.model)
+
+
+def _read_token(config: RunnerConfig) -> str:
+    if not config.socket.exists():
+        raise _RunnerError(EXIT_NO_CHANNEL, f"no launch channel: {config.socket} does not exist")
+    try:
+        token = config.token_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise _RunnerError(
+            EXIT_NO_GRANT, f"no grant: cannot read {config.token_file} ({exc.strerror})"
+        ) from None
+    if not token:
+        raise _RunnerError(EXIT_NO_GRANT, f"no grant: {config.token_file} is empty")
+    return token
+
+
+async def _run(config: RunnerConfig) -> dict[str, object]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from roles.gateway import SocketChatGateway
+    from roles.providers.lexical import run_lexical
+    from roles.providers.openai import ToolDescription, run_openai
+    from roles.tools import McpToolCaller, ToolCallError
+
+    token = _read_token(config)
+    transport = httpx2.AsyncHTTPTransport(uds=str(config.socket))
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=headers, timeout=300
+    ) as http:
+        probe = await http.post("/mcp", json={})
+        if probe.status_code == 401:
+            raise _RunnerError(EXIT_NO_GRANT, "no grant: the supervisor refused this launch's token")
+        async with Client(streamable_http_client("http://localhost/mcp", http_client=http)) as client:
+            listed = (await client.list_tools()).tools
+            caller = McpToolCaller(client)
+            try:
+                if config.provider == "openai":
+                    available = [
+                        ToolDescription(t.name, t.description or "", dict(t.input_schema)) for t in listed
+                    ]
+                    report = await run_openai(
+                        caller,
+                        SocketChatGateway(http),
+                        available,
+                        max_turns=config.max_turns,
+                        model=config.model,
+                    )
+                else:
+                    report = await run_lexical(caller)
+            except ToolCallError as exc:
+                raise _RunnerError(
+                    EXIT_PROVIDER_FAILED, f"provider {config.provider} failed: {exc}"
+                ) from None
+    return {"tools": sorted(t.name for t in listed), **report.to_dict()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the role runner with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    config = _config(argv)
+    try:
+        result = anyio.run(_run, config)
+    except _RunnerError as exc:
+        print(f"roles.runner: {exc}", file=sys.stderr)
+        return exc.status
+    except Exception as exc:  # the one line a supervisor log shows; no traceback to parse
+        print(f"roles.runner: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, sort_keys=True))
+    return 0
 
 
 if __name__ == "__main__":

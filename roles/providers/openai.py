@@ -1,0 +1,132 @@
+"""The ``openai`` provider: a tool-calling loop with any OpenAI-compatible chat-completions server.
+
+The container has no network. Model requests go to the supervisor's model gateway over the
+launch socket (``POST /model/v1/chat/completions``, authenticated by the same grant token); the
+supervisor adds the provider's credentials, which never enter the container, forwards the
+request, enforces the launch's token budget and records usage. The loop ends when the model stops
+calling tools, after ``max_turns`` turns, or when the gateway refuses a request because the
+budget is spent.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from roles.oracle import MEMORY_ORACLE
+from roles.providers.base import ProviderReport
+from roles.tools import ToolCaller, ToolCallError
+
+__all__ = ["ChatGateway", "GatewayRefused", "ToolDescription", "run_openai"]
+
+
+class GatewayRefused(Exception):
+    """The model gateway refused a request (budget spent, model server down, ...)."""
+
+
+class ChatGateway(Protocol):
+    """Sends one chat-completions request and returns the decoded response."""
+
+    async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        """POST the request; raise :class:`GatewayRefused` when the gateway says no."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolDescription:
+    """A tool as ``tools/list`` describes it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+def _function_name(tool: str) -> str:
+    # OpenAI function names may not contain dots.
+    return tool.replace(".", "__")
+
+
+def _tool_payload(tools: list[ToolDescription]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": _function_name(tool.name),
+                "description": tool.description,
+                "parameters": tool.input_schema,
+            },
+        }
+        for tool in tools
+    ]
+
+
+async def run_openai(
+    tools: ToolCaller,
+    gateway: ChatGateway,
+    available: list[ToolDescription],
+    *,
+    max_turns: int,
+    model: str = "default",
+) -> ProviderReport:
+    """Drive the oracle's tools with the model until it stops, runs out of turns, or of budget."""
+    report = ProviderReport(provider="openai")
+    by_function = {_function_name(tool.name): tool.name for tool in available}
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": MEMORY_ORACLE.prompt},
+        {
+            "role": "user",
+            "content": "Review the proposal bound to your capability, following your instructions.",
+        },
+    ]
+    for _turn in range(max_turns):
+        try:
+            response = await gateway.complete(
+                {
+                    "model": model,
+                    "messages": messages,
+                    "tools": _tool_payload(available),
+                    "tool_choice": "auto",
+                }
+            )
+        except GatewayRefused as exc:
+            report.notes.append(f"model gateway refused: {exc}")
+            return report
+        choice = (response.get("choices") or [{}])[0]
+        message = choice.get("message") or {}
+        calls = message.get("tool_calls") or []
+        messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls or None})
+        if not calls:
+            if message.get("content"):
+                report.notes.append(str(message["content"])[:2000])
+            return report
+        for call in calls:
+            messages.append(await _run_call(tools, by_function, call, report))
+    report.notes.append(f"stopped after {max_turns} turns")
+    return report
+
+
+async def _run_call(
+    tools: ToolCaller, by_function: dict[str, str], call: dict[str, Any], report: ProviderReport
+) -> dict[str, Any]:
+    function = call.get("function") or {}
+    name = by_function.get(str(function.get("name")))
+    call_id = call.get("id", "")
+    if name is None:
+        body: dict[str, Any] = {"error": {"code": "forbidden", "message": "no such tool for this role"}}
+    else:
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+            if not isinstance(arguments, dict):
+                raise ValueError("arguments must be a JSON object")
+            body = await tools.call(name, arguments)
+        except (ValueError, json.JSONDecodeError) as exc:
+            body = {"error": {"code": "invalid_argument", "message": f"arguments are not valid JSON: {exc}"}}
+        except ToolCallError as exc:
+            body = {"error": {"code": exc.code, "message": exc.message}}
+        else:
+            if name == "oracle.warn" and "event" in body:
+                report.warnings.append(body["event"])
+            if name == "memory.record" and "entry" in body and body["entry"].get("kind") == "summary":
+                report.summary_memory_id = str(body["entry"]["id"])
+    return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(body)[:60_000]}
