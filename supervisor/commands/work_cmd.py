@@ -180,8 +180,11 @@ async def _gc(args: argparse.Namespace) -> dict[str, Any]:
     if args.grace < 0:
         raise InvalidArgument("--grace must not be negative")
     with open_project(args.root) as store:
-        result = await store.db.run(store.patches.collect_garbage, grace_seconds=args.grace)
-    return {"patches": result}
+        applies = await store.db.run(
+            store.workspace.recover_interrupted, grace_seconds=args.grace, actor="gc"
+        )
+        patches = await store.db.run(store.patches.collect_garbage, grace_seconds=args.grace)
+    return {"patches": patches, "interrupted_applies": applies}
 
 
 # -- parsers -----------------------------------------------------------------------------------
@@ -308,7 +311,11 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     timeline = commands.add_parser("timeline", parents=[common], help="a proposal's timeline, oldest first")
     timeline.add_argument("proposal_id", metavar="P")
     timeline.set_defaults(handler=_timeline)
-    gc = commands.add_parser("gc", parents=[common], help="remove orphaned patch files left by a crash")
+    gc = commands.add_parser(
+        "gc",
+        parents=[common],
+        help="after a crash: remove orphaned patch files, roll back interrupted applies",
+    )
     gc.add_argument(
         "--grace",
         type=float,

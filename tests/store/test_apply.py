@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,8 @@ from store.errors import Conflict
 from store.repofiles import FileState, RepoFiles, read_rollback_artifact
 from tests.helpers import project_snapshot
 from tests.store.work_helpers import DIFF, new_task, seed_files
+
+REPO = Path(__file__).resolve().parents[2]
 
 MULTI = """\
 diff --git a/hello.txt b/hello.txt
@@ -185,3 +190,41 @@ def test_symlinked_directories_and_tampered_artifacts_fail_validation(seeded: St
         "detail": json.loads(json.dumps(result["checks"][0]["detail"])),
     }
     assert all(c.get("skipped") for c in result["checks"][1:])
+
+
+def test_gc_rolls_back_an_apply_killed_part_way(seeded: Store) -> None:
+    root = seeded.paths.root
+    pid = _accepted(seeded)
+    script = textwrap.dedent(
+        f"""
+        import os, signal
+        from store import find_project_root, open_store
+        from store.repofiles import RepoFiles
+
+        class Dying(RepoFiles):
+            writes = 0
+            def write(self, path, state):
+                super().write(path, state)
+                self.writes += 1
+                if self.writes == 2:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+        store = open_store(find_project_root({str(root)!r}))
+        store.workspace.files_class = Dying
+        store.workspace.apply(proposal_id={pid!r}, actor="op")
+        """
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, timeout=60, check=False
+    )
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    (txn,) = seeded.workspace.transactions(pid)
+    assert txn["status"] == "applying"
+    assert (root / "hello.txt").read_text() == "one\nTWO\nthree\n"  # half applied
+    assert seeded.workspace.recover_interrupted(grace_seconds=3600, actor="gc") == []  # too recent
+    recovered = seeded.workspace.recover_interrupted(grace_seconds=0, actor="gc")
+    assert recovered == [{"transaction_id": txn["id"], "proposal_id": pid, "restored": True}]
+    assert (root / "hello.txt").read_text() == "one\ntwo\nthree\n"
+    assert (root / "zzz.txt").read_text() == "bye\n" and not (root / "pkg" / "new.py").exists()
+    assert seeded.workspace.transactions(pid)[0]["status"] == "rolled_back"
+    assert seeded.workspace.apply(proposal_id=pid, actor="op")["transaction"]["status"] == "applied"

@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,31 @@ def test_version_rows_are_immutable(store: Store) -> None:
     with pytest.raises(Conflict, match="immutable"):
         store.db.write(lambda conn: conn.execute("DELETE FROM patch_versions"))
     assert store.db.read(lambda conn: get_version(conn, proposal["id"], 1)).version == 1
+
+
+def test_concurrent_attaches_make_one_version_and_leave_no_orphan(store: Store) -> None:
+    task = new_task(store)
+    proposal, _ = store.proposals.create(
+        task_id=task.id, agent_id="implementer-1", title="t", patch=DIFF, actor="op"
+    )
+    outcomes: list[str] = []
+    barrier = threading.Barrier(4)
+
+    def attach() -> None:
+        barrier.wait()
+        try:
+            store.proposals.attach_patch(proposal_id=proposal["id"], patch=DIFF_V2, actor="op")
+            outcomes.append("ok")
+        except Conflict:
+            outcomes.append("conflict")
+
+    threads = [threading.Thread(target=attach) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(outcomes) == 4 and set(outcomes) <= {"ok", "conflict"} and "ok" in outcomes
+    versions = [row["version"] for row in _rows(store, "SELECT version FROM patch_versions ORDER BY version")]
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) == 1 + outcomes.count("ok")
+    on_disk = sorted(p.name for p in (store.paths.patches_dir / proposal["id"]).iterdir())
+    assert on_disk == [f"v{v}.diff" for v in versions]

@@ -196,3 +196,24 @@ def test_accepted_decision_needs_consensus_and_task_decisions_need_a_task(store:
         store.decisions.record(outcome="noted", rationale_md="no", actor="op")
     with pytest.raises(NotFound):
         store.decisions.record(outcome="noted", rationale_md="no", task_id="T-missing", actor="op")
+
+
+def test_grants_on_the_proposal_are_revoked_when_it_leaves_review(store: Store) -> None:
+    proposal_id = _proposal(store)
+    issued = store.grants.mint_grant(
+        proposal_id=proposal_id,
+        role="memory_oracle",
+        agent_id="memory-oracle-1",
+        tools=frozenset({"memory.query"}),
+        ttl_seconds=300,
+        actor="op",
+    )
+    _vote(store, proposal_id, "reviewer-1", "approve")
+    _vote(store, proposal_id, "reviewer-2", "approve")
+    revoked = store.db.read(
+        lambda conn: conn.execute(
+            "SELECT revoked_at, revoked_reason FROM capability_grants WHERE id = ?", (issued.record.id,)
+        ).fetchone()
+    )
+    assert revoked["revoked_at"] is not None and revoked["revoked_reason"] == "proposal accepted"
+    assert "capability.revoked" in _types(store, proposal_id)

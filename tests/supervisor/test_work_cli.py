@@ -229,7 +229,9 @@ def test_gc_removes_orphaned_patch_files(cli: Cli) -> None:
     orphan = cli.root / ".roundtable" / "patches" / "P-crashed" / "v1.diff"
     orphan.parent.mkdir()
     orphan.write_text(DIFF)
-    assert cli.ok("gc")["patches"]["kept_recent"] == [".roundtable/patches/P-crashed/v1.diff"]
+    kept = cli.ok("gc")
+    assert kept["patches"]["kept_recent"] == [".roundtable/patches/P-crashed/v1.diff"]
+    assert kept["interrupted_applies"] == []
     assert cli.ok("gc", "--grace", "0")["patches"]["removed"] == [".roundtable/patches/P-crashed/v1.diff"]
     assert not orphan.parent.exists()
 
