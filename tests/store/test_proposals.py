@@ -110,3 +110,12 @@ def test_list_filters_by_task_and_status(store: Store) -> None:
     assert [p["id"] for p in store.proposals.list(status="in_review")[0]] == [b["id"]]
     page, cursor = store.proposals.list(limit=1)
     assert [p["id"] for p in page] == [a["id"]] and cursor == a["id"]
+
+
+def test_any_character_but_nul_is_fair_in_a_diff(store: Store) -> None:
+    task = new_task(store)
+    text = "--- a/gnu.c\n+++ b/gnu.c\n@@ -1 +1,2 @@\n int x;\n+\x0c\x1b[0m\r\n"
+    _, patch = store.proposals.create(
+        task_id=task.id, agent_id="implementer-1", title="t", patch=text, actor="op"
+    )
+    assert store.patches.read_verified(patch) == text.encode()
