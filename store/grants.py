@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound, Unauthenticated
@@ -141,11 +141,14 @@ class OperatorTokenRecord:
         }
 
 
+_Record = TypeVar("_Record", GrantRecord, OperatorTokenRecord)
+
+
 @dataclass(frozen=True)
-class IssuedToken:
+class IssuedToken(Generic[_Record]):
     """A freshly minted credential: the stored record and the raw token, shown exactly once."""
 
-    record: GrantRecord | OperatorTokenRecord
+    record: _Record
     token: str = field(repr=False)
 
 
@@ -301,7 +304,7 @@ class GrantStore:
         ttl_seconds: int,
         actor: str,
         launch_id: str | None = None,
-    ) -> IssuedToken:
+    ) -> IssuedToken[GrantRecord]:
         """Mint a capability for ``role`` bound to ``proposal_id``; the token is in the answer only.
 
         The task and the scopes ``{task, "project"}`` come from the proposal row, read in the
@@ -423,7 +426,9 @@ class GrantStore:
 
     # -- operator tokens -----------------------------------------------------------------------
 
-    def mint_operator_token(self, *, name: str, actor: str, ttl_seconds: int | None = None) -> IssuedToken:
+    def mint_operator_token(
+        self, *, name: str, actor: str, ttl_seconds: int | None = None
+    ) -> IssuedToken[OperatorTokenRecord]:
         """Mint an operator token called ``name``; the token is in the answer only."""
         if not isinstance(name, str) or not _NAME_SHAPE.match(name):
             raise InvalidArgument(

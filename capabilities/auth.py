@@ -1,0 +1,208 @@
+"""Bearer-token authentication: from an ``Authorization`` header to a :class:`Principal`.
+
+- :func:`issue_capability` mints a grant for a role bound to a proposal, with the role's tool
+  allow-list from :mod:`capabilities.policy` (the store knows nothing of roles);
+- :class:`Authenticator` turns a raw token into a principal on every request, from the grant or
+  operator-token row (never from anything the client claims), optionally accepting only one
+  grant (a launch socket serves its own launch and nobody else);
+- :class:`BearerAuthMiddleware` guards the HTTP paths that need a caller (``/mcp``, ``/api``):
+  exactly one ``Authorization: Bearer <token>`` header, no token-like query parameter, else a
+  401 ``{"error": {"code": "unauthenticated", ...}}``. On success it puts the principal at
+  ``scope["roundtable.principal"]`` (where the MCP server and the HTTP API read it) and drops the
+  header from the scope it passes on, so nothing downstream can log or echo the token.
+
+Every HTTP request is authenticated afresh, so a grant revoked or expired between two tool calls
+refuses the second one with 401.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl
+
+import structlog
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from capabilities.policy import ROLE_TOOLSETS
+from capabilities.principals import GrantBinding, Principal, PrincipalKind
+from capabilities.server import PRINCIPAL_SCOPE_KEY
+from store import Store
+from store.errors import InvalidArgument, Unauthenticated
+from store.grants import GrantRecord, IssuedToken, OperatorTokenRecord
+
+__all__ = [
+    "DEFAULT_GRANT_TTL_SECONDS",
+    "PRINCIPAL_SCOPE_KEY",
+    "TOKEN_QUERY_PARAMETERS",
+    "Authenticator",
+    "BearerAuthMiddleware",
+    "bearer_token",
+    "issue_capability",
+    "principal_from_record",
+]
+
+DEFAULT_GRANT_TTL_SECONDS = 900
+
+TOKEN_QUERY_PARAMETERS = frozenset(
+    {"access_token", "token", "bearer", "auth", "authorization", "api_key", "apikey", "key", "jwt"}
+)
+"""Query parameters refused on guarded paths: tokens travel only in the ``Authorization`` header."""
+
+_BEARER = re.compile(r"^Bearer ([A-Za-z0-9_-]+)$", re.IGNORECASE)
+_log = structlog.get_logger("roundtable.auth")
+
+
+def issue_capability(
+    store: Store,
+    *,
+    proposal_id: str,
+    role: str,
+    actor: str,
+    ttl_seconds: int = DEFAULT_GRANT_TTL_SECONDS,
+    launch_id: str | None = None,
+) -> IssuedToken[GrantRecord]:
+    """Mint a capability for ``role`` on ``proposal_id`` (blocking; use ``db.run`` from async code).
+
+    The tools are the role's allow-list; the agent is the role's configured agent; the task and
+    scopes come from the proposal row.
+    """
+    if role == "operator" or role not in ROLE_TOOLSETS:
+        roles = sorted(name for name in ROLE_TOOLSETS if name != "operator")
+        raise InvalidArgument(f"unknown role {role!r}; capabilities exist for: {', '.join(roles)}")
+    role_config = getattr(store.config.roles, role, None)
+    agent_id = getattr(role_config, "agent_id", None) or role
+    return store.grants.mint_grant(
+        proposal_id=proposal_id,
+        role=role,
+        agent_id=str(agent_id),
+        tools=ROLE_TOOLSETS[role],
+        ttl_seconds=ttl_seconds,
+        actor=actor,
+        launch_id=launch_id,
+    )
+
+
+def principal_from_record(record: GrantRecord | OperatorTokenRecord) -> Principal:
+    """The principal a verified grant or operator token stands for."""
+    if isinstance(record, OperatorTokenRecord):
+        return Principal(kind=PrincipalKind.OPERATOR, name=record.name, role="operator")
+    binding = GrantBinding(
+        grant_id=record.id,
+        role=record.role,
+        agent_id=record.agent_id,
+        proposal_id=record.proposal_id,
+        task_id=record.task_id,
+        scopes=record.scopes,
+        tools=record.tools,
+        launch_id=record.launch_id,
+    )
+    return Principal(kind=PrincipalKind.CAPABILITY, name=record.agent_id, role=record.role, grant=binding)
+
+
+class Authenticator:
+    """Resolves bearer tokens against the store, on a worker thread.
+
+    With ``only_grant_id`` it accepts that one grant and refuses every other credential,
+    operator tokens included: a per-launch socket answers only its own launch.
+    """
+
+    def __init__(self, store: Store, *, only_grant_id: str | None = None):
+        self.store = store
+        self.only_grant_id = only_grant_id
+
+    async def authenticate(self, token: str) -> Principal:
+        """The principal behind ``token``, or :class:`Unauthenticated`."""
+        record = await self.store.db.run(self.store.grants.authenticate, token)
+        if self.only_grant_id is not None and (
+            not isinstance(record, GrantRecord) or record.id != self.only_grant_id
+        ):
+            raise Unauthenticated("this channel accepts only the capability of its own launch")
+        return principal_from_record(record)
+
+
+def bearer_token(headers: Sequence[tuple[bytes, bytes]], query_string: bytes) -> str:
+    """The token of a request: exactly one ``Authorization: Bearer`` header, none in the query."""
+    for key, _ in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if key.strip().lower() in TOKEN_QUERY_PARAMETERS:
+            raise Unauthenticated("tokens are accepted only in the Authorization header, never in the URL")
+    values = [value for name, value in headers if name.lower() == b"authorization"]
+    if not values:
+        raise Unauthenticated("missing Authorization: Bearer header")
+    if len(values) > 1:
+        raise Unauthenticated("more than one Authorization header")
+    match = _BEARER.match(values[0].decode("latin-1").strip())
+    if match is None:
+        raise Unauthenticated("malformed Authorization header; expected 'Bearer <token>'")
+    return match.group(1)
+
+
+def _guarded(path: str, prefixes: Sequence[str]) -> bool:
+    # Normalise the way a lenient router might (case, repeated slashes), so no spelling of a
+    # guarded path slips past; guarding too much only costs a 401.
+    normal = re.sub(r"/{2,}", "/", path).lower()
+    return any(
+        prefix == "" or normal == prefix or normal.startswith(prefix.rstrip("/") + "/") for prefix in prefixes
+    )
+
+
+class BearerAuthMiddleware:
+    """ASGI middleware: authenticate guarded paths and put the principal into the scope."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        authenticator: Authenticator,
+        guarded_prefixes: Sequence[str] = ("/mcp", "/api"),
+    ):
+        self.app = app
+        self.authenticator = authenticator
+        self.guarded_prefixes = tuple(prefix.lower() for prefix in guarded_prefixes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Authenticate one request (lifespan messages pass straight through)."""
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        # Nothing but this middleware may place a principal in the scope.
+        child: dict[str, Any] = {key: value for key, value in scope.items() if key != PRINCIPAL_SCOPE_KEY}
+        if not _guarded(str(scope.get("path", "")), self.guarded_prefixes):
+            await self.app(child, receive, send)
+            return
+        try:
+            if scope["type"] != "http":
+                raise Unauthenticated("only HTTP requests are served here")
+            token = bearer_token(scope.get("headers", []), scope.get("query_string", b""))
+            principal = await self.authenticator.authenticate(token)
+        except Unauthenticated as exc:
+            _log.info("auth.refused", path=scope.get("path"), reason=exc.message)
+            await _refuse(scope, send, exc)
+            return
+        child[PRINCIPAL_SCOPE_KEY] = principal
+        child["headers"] = [
+            (name, value) for name, value in scope["headers"] if name.lower() != b"authorization"
+        ]
+        await self.app(child, receive, send)
+
+
+async def _refuse(scope: Scope, send: Send, exc: Unauthenticated) -> None:
+    if scope["type"] != "http":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = json.dumps({"error": exc.to_dict()}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="roundtable"'),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,68 @@
+"""Helpers for tests that talk to Roundtable over streamable HTTP (TCP or a Unix socket)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp_types import CallToolResult
+
+from capabilities.transports import BoundAddress
+from store import Store
+from store.ids import new_id, utc_now_iso
+
+__all__ = ["body", "http_client", "insert_proposal", "mcp_client"]
+
+
+def insert_proposal(store: Store, *, status: str = "in_review") -> tuple[str, str]:
+    """A task and a proposal on it, written straight into their tables (no patch file)."""
+    task_id, proposal_id, now = new_id("task"), new_id("proposal"), utc_now_iso()
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO tasks (id, title, created_by, created_at, updated_at) VALUES (?, 't', 'op', ?, ?)",
+            (task_id, now, now),
+        )
+        conn.execute(
+            "INSERT INTO proposals (id, task_id, agent_id, title, status, created_by, created_at, updated_at)"
+            " VALUES (?, ?, 'implementer-1', 'p', ?, 'op', ?, ?)",
+            (proposal_id, task_id, status, now, now),
+        )
+
+    store.db.write(write)
+    return task_id, proposal_id
+
+
+@asynccontextmanager
+async def http_client(address: BoundAddress, token: str | None = None) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client for ``address`` (over its Unix socket when it has one), with a bearer token."""
+    transport = httpx2.AsyncHTTPTransport(uds=address.uds) if address.uds is not None else None
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with httpx2.AsyncClient(transport=transport, headers=headers, timeout=30) as client:
+        yield client
+
+
+@asynccontextmanager
+async def mcp_client(address: BoundAddress, token: str) -> AsyncIterator[Client]:
+    """A real MCP client session over streamable HTTP."""
+    async with http_client(address, token) as hc:
+        with anyio.fail_after(60):
+            async with Client(streamable_http_client(address.mcp_url, http_client=hc)) as client:
+                yield client
+
+
+def body(result: CallToolResult) -> dict[str, Any]:
+    """The structured answer, checked to equal the JSON text content."""
+    assert result.structured_content is not None
+    text = result.content[0]
+    assert getattr(text, "type", None) == "text"
+    assert json.loads(getattr(text, "text", "")) == result.structured_content
+    answer: dict[str, Any] = result.structured_content
+    return answer
