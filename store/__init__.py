@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from store.config import ProjectConfig, package_version
+from store.console_sessions import ConsoleSessions
 from store.db import Database
 from store.decisions import DecisionStore
 from store.errors import (
@@ -28,6 +29,7 @@ from store.errors import (
     Unauthenticated,
     UnsafePath,
 )
+from store.event_feed import EventFeed
 from store.events import Event, append_event, list_events
 from store.grants import GrantStore
 from store.launches import Launch, LaunchStatus, LaunchStore
@@ -97,6 +99,8 @@ class Store:
     db: Database
     memory: MemoryStore = field(init=False)
     memory_admin: MemoryAdmin = field(init=False)
+    event_feed: EventFeed = field(init=False)
+    console_sessions: ConsoleSessions = field(init=False)
     launches: LaunchStore = field(init=False)
     grants: GrantStore = field(init=False)
     files: SafeFiles = field(init=False)
@@ -111,6 +115,8 @@ class Store:
     def __post_init__(self) -> None:
         self.memory = MemoryStore(self.db)
         self.memory_admin = MemoryAdmin(self.db)
+        self.event_feed = EventFeed(self.db)
+        self.console_sessions = ConsoleSessions(self.db)
         self.launches = LaunchStore(self.db)
         self.grants = GrantStore(self.db)
         self.files = SafeFiles(self.paths.root)

@@ -23,9 +23,10 @@ from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 
 from capabilities.auth import DEFAULT_GRANT_TTL_SECONDS, issue_capability
+from capabilities.http_api import build_service_app as build_web_app
 from capabilities.policy import ROLE_TOOLSETS
 from capabilities.services import Services
-from capabilities.transports import BoundAddress, build_asgi_app, check_bind_host, serve_asgi
+from capabilities.transports import BoundAddress, check_bind_host, serve_asgi
 from store.grants import MAX_TTL_SECONDS
 from supervisor.project import open_project, open_services
 
@@ -41,9 +42,9 @@ _log = structlog.get_logger("roundtable.serve")
 
 
 def build_service_app(services: Services, *, allowed_hosts: Sequence[str] = ()) -> Starlette:
-    """The app ``roundtable serve`` runs: ``/mcp`` plus every registered service route."""
+    """The app ``roundtable serve`` runs: ``/mcp``, the HTTP API, the console, and registered routes."""
     routes = [route for factory in SERVICE_ROUTE_FACTORIES for route in factory(services)]
-    return build_asgi_app(services, extra_routes=routes, allowed_hosts=allowed_hosts)
+    return build_web_app(services, extra_routes=routes, allowed_hosts=allowed_hosts)
 
 
 # -- tokens ----------------------------------------------------------------------------------------

@@ -1,0 +1,12 @@
+"""The HTTP API under ``/api/v1`` (memory curation, proposals, events) and the service around it.
+
+:func:`build_service_app` assembles ``roundtable serve``'s application: MCP at ``/mcp``, this API,
+and the web console at ``/``; :class:`WebService` owns the background tasks they need.
+"""
+
+from __future__ import annotations
+
+from capabilities.http_api.openapi import openapi_document
+from capabilities.http_api.service import API_PREFIX, WebService, build_service_app
+
+__all__ = ["API_PREFIX", "WebService", "build_service_app", "openapi_document"]

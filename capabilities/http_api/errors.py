@@ -1,0 +1,97 @@
+"""The one JSON error shape of the HTTP API: ``{"error": {"code", "message"}}``.
+
+:func:`endpoint` wraps every route handler: a :class:`~store.errors.RoundtableError` becomes its
+``http_status`` with its (possibly route-specific) code; anything unexpected becomes 500
+``internal`` with a message that carries no traceback (the traceback goes to the server log).
+Starlette's own 404 and 405 inside ``/api/v1`` answer in the same shape (:data:`EXCEPTION_HANDLERS`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, ClassVar
+
+import structlog
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from store.errors import InternalError, InvalidArgument, NotFound, RoundtableError
+
+__all__ = ["EXCEPTION_HANDLERS", "MethodNotAllowed", "endpoint", "error_response", "json_response"]
+
+_log = structlog.get_logger("roundtable.http")
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+class MethodNotAllowed(RoundtableError):
+    """The path exists but not with this HTTP method."""
+
+    code: ClassVar[str] = "method_not_allowed"
+    http_status: ClassVar[int] = 405
+
+
+_SECURITY_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
+
+
+def json_response(
+    body: Mapping[str, Any], status: int = 200, headers: Mapping[str, str] | None = None
+) -> Response:
+    """A JSON answer (never cached: every answer depends on the caller and the moment)."""
+    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return Response(
+        text.encode("utf-8"),
+        status_code=status,
+        media_type="application/json",
+        headers={**_SECURITY_HEADERS, **(headers or {})},
+    )
+
+
+def error_response(exc: RoundtableError) -> Response:
+    """The JSON error answer for ``exc``."""
+    return json_response(
+        {
+            "error": {
+                "code": exc.instance_code,
+                "message": exc.message,
+                **({"details": exc.details} if exc.details else {}),
+            }
+        },
+        exc.http_status,
+    )
+
+
+def endpoint(handler: Handler) -> Handler:
+    """Translate every error a handler raises into the one JSON error shape."""
+
+    @functools.wraps(handler)
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except RoundtableError as exc:
+            return error_response(exc)
+        except Exception:  # the boundary: log the traceback, answer without it
+            _log.exception("http.unexpected_error", path=request.url.path, method=request.method)
+            return error_response(InternalError("the request failed unexpectedly; see the server log"))
+
+    return wrapped
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 500)
+    if status == 405:
+        return error_response(MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}"))
+    if status == 404:
+        return error_response(NotFound(f"no API route at {request.url.path}"))
+    if 400 <= status < 500:
+        return error_response(InvalidArgument(str(getattr(exc, "detail", "bad request"))))
+    return error_response(InternalError("the request failed unexpectedly"))
+
+
+EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    HTTPException: _http_exception
+}
+"""Exception handlers for the ``/api/v1`` sub-application."""

@@ -1,0 +1,69 @@
+"""Request bodies of the HTTP API: strict pydantic models that reject unknown fields.
+
+They check shapes and types at the boundary (and give the OpenAPI document its schemas); the
+store then receives the body exactly as sent and checks meaning (blank text, ranges, secrets).
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+__all__ = ["EmptyBody", "MemoryCreate", "ProvenanceSource", "ResynthesisCreate", "RevisionCreate"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ProvenanceSource(BaseModel):
+    """One item of ``provenance.sources``: written as a provenance edge of the new entry."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    type: StrictStr = Field(description="memory, event, proposal, task, decision, or another label")
+    id: StrictStr | StrictInt = Field(description="the source's ID")
+    relation: StrictStr = Field(default="derived_from", description="how the entry relates to the source")
+
+
+class Provenance(BaseModel):
+    """Free-form provenance; ``sources`` become provenance edges."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    sources: list[ProvenanceSource] | None = None
+
+
+class MemoryCreate(_Strict):
+    """``POST /memories``."""
+
+    scope: StrictStr = Field(description='"project", a task ID, or another scope label')
+    kind: StrictStr = Field(description="decision, constraint, fact, ...")
+    title: StrictStr = Field(description="nonblank; recognizable secrets are redacted")
+    body_md: StrictStr = Field(description="nonblank Markdown; recognizable secrets are redacted")
+    tags: list[StrictStr] | None = None
+    provenance: Provenance | None = None
+    source_event_id: StrictInt | None = Field(default=None, ge=0)
+    source_session_id: StrictStr | None = None
+    source_proposal_id: StrictStr | None = None
+    confidence: StrictFloat | StrictInt | None = Field(default=None, description="0..1, default 0.5")
+    reliability: StrictFloat | StrictInt | None = Field(default=None, description="0..1, default 0.5")
+    importance: StrictInt | None = Field(default=None, description="default 50")
+
+
+class RevisionCreate(_Strict):
+    """``POST /memories/{id}/revisions``."""
+
+    body_md: StrictStr = Field(description="the new body; nonblank")
+    title: StrictStr | None = Field(default=None, description="a new title; empty or omitted keeps the title")
+    reason: StrictStr | None = Field(default=None, description="kept in the revision history")
+    expected_revision: StrictInt = Field(description="the revision the change is based on; 409 if it moved")
+
+
+class ResynthesisCreate(_Strict):
+    """``POST /memories/{id}/resynthesize`` (the body is optional)."""
+
+    reason: StrictStr | None = None
+
+
+class EmptyBody(_Strict):
+    """Actions that take no body accept none, or ``{}``."""
