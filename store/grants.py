@@ -43,6 +43,7 @@ __all__ = [
     "OperatorTokenRecord",
     "hash_token",
     "looks_like_token",
+    "require_live_grant",
     "revoke_for_launch_in",
     "revoke_for_proposal_in",
     "revoke_in",
@@ -56,7 +57,7 @@ _NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
 _LABEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 # Proposals in these states can no longer be reviewed, so no capability is minted for them.
-_CLOSED_PROPOSAL_STATES = frozenset({"accepted", "rejected", "withdrawn"})
+_CLOSED_PROPOSAL_STATES = frozenset({"accepted", "rejected", "withdrawn", "applied"})
 
 
 def hash_token(token: str) -> str:
@@ -219,6 +220,25 @@ def _proposal_task(conn: sqlite3.Connection, proposal_id: str) -> str:
     if str(row["status"]) in _CLOSED_PROPOSAL_STATES:
         raise Conflict(f"proposal {proposal_id} is {row['status']}; no capability is granted for it")
     return str(row["task_id"])
+
+
+def require_live_grant(
+    conn: sqlite3.Connection, grant_id: str, *, now: datetime | None = None
+) -> GrantRecord:
+    """The grant, re-read inside the caller's transaction; :class:`Unauthenticated` unless live.
+
+    Writes made on behalf of a capability call this in their own transaction, so a revocation
+    that lands between authentication and the write still stops the write.
+    """
+    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    if row is None:
+        raise Unauthenticated("the capability is not known")
+    grant = _grant_from_row(row)
+    if grant.revoked_at is not None:
+        raise Unauthenticated("the credential has been revoked")
+    if grant.is_expired(now):
+        raise Unauthenticated("the credential has expired")
+    return grant
 
 
 def revoke_in(

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from capabilities.registry import ToolRegistry, ToolSpec
-from capabilities.tools import memory, proposals, tasks, votes
+from capabilities.tools import memory, oracle, proposals, tasks, votes
 
 __all__ = ["all_tools", "build_registry"]
 
 
 def all_tools() -> list[ToolSpec]:
     """Every tool Roundtable implements."""
-    return [*memory.TOOLS, *tasks.TOOLS, *proposals.TOOLS, *votes.TOOLS]
+    return [*memory.TOOLS, *tasks.TOOLS, *proposals.TOOLS, *votes.TOOLS, *oracle.TOOLS]
 
 
 def build_registry() -> ToolRegistry:

@@ -2,7 +2,8 @@
 
 For a capability principal the scopes come from its grant: queries and summaries default to the
 allowed scopes, a scope or filter outside them is ``forbidden``, and recorded entries carry the
-grant's proposal as ``source_proposal_id``.
+grant's proposal as ``source_proposal_id``. A capability may replace (``memory_id``) only entries
+recorded for its own proposal, never the operator's decisions.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pydantic import Field
 
 from capabilities.principals import Principal
 from capabilities.registry import ToolArgs, ToolCall, ToolSpec
-from store.errors import Forbidden
+from store.errors import Forbidden, NotFound
 
 __all__ = ["TOOLS"]
 
@@ -94,6 +95,12 @@ async def _query(call: ToolCall) -> dict[str, Any]:
 async def _record(call: ToolCall) -> dict[str, Any]:
     args: RecordArgs = call.args
     grant = call.principal.grant
+    # Scope first: a capability naming a scope outside its grant is refused as such, whatever
+    # else is wrong with the arguments.
+    if grant is not None and args.scope not in grant.scopes:
+        raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
+    if grant is not None and args.memory_id not in (None, ""):
+        await _refuse_foreign_entry(call, str(args.memory_id))
     store = call.services.store
     entry = await store.db.run(
         store.memory.record,
@@ -110,6 +117,25 @@ async def _record(call: ToolCall) -> dict[str, Any]:
         allowed_scopes=grant.scopes if grant is not None else None,
     )
     return {"entry": entry.core()}
+
+
+async def _refuse_foreign_entry(call: ToolCall, memory_id: str) -> None:
+    """A capability may replace only entries its own proposal recorded.
+
+    The project's durable decisions are not the oracle's to rewrite: a patch under review could
+    talk the model into "updating" the very constraint it breaks. The store re-checks the scope
+    inside the write; this check reads first, so an entry the operator creates under the same
+    ID in the meantime could still be replaced (IDs are the caller's choice; see the docs).
+    """
+    grant = call.principal.grant
+    assert grant is not None
+    store = call.services.store
+    try:
+        existing = await store.db.run(store.memory.get, memory_id)
+    except NotFound:
+        return
+    if existing.source_proposal_id != grant.proposal_id:
+        raise Forbidden(f"memory entry {memory_id} was not recorded for this capability's proposal")
 
 
 async def _summarize(call: ToolCall) -> dict[str, Any]:
