@@ -121,12 +121,22 @@ def build_asgi_app(
     return app
 
 
-def build_launch_app(services: Services, grant_id: str, *, registry: ToolRegistry | None = None) -> Starlette:
-    """The app behind one launch's socket: every path guarded, only ``grant_id`` accepted."""
+def build_launch_app(
+    services: Services,
+    grant_id: str,
+    *,
+    registry: ToolRegistry | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+) -> Starlette:
+    """The app behind one launch's socket: every path guarded, only ``grant_id`` accepted.
+
+    ``extra_routes`` (the supervisor's model gateway) sit behind the same grant check.
+    """
     return build_asgi_app(
         services,
         registry=registry,
         authenticator=Authenticator(services.store, only_grant_id=grant_id),
+        extra_routes=extra_routes,
         guarded_prefixes=("",),
     )
 

@@ -136,16 +136,25 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     return {"tools": sorted(t.name for t in listed), **report.to_dict()}
 
 
+def _innermost(exc: BaseException) -> BaseException:
+    """The error inside the exception groups the MCP client's task groups wrap it in."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        runner_errors = [e for e in exc.exceptions if isinstance(_innermost(e), _RunnerError)]
+        exc = runner_errors[0] if runner_errors else exc.exceptions[0]
+    return exc
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the role runner with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
     config = _config(argv)
     try:
         result = anyio.run(_run, config)
-    except _RunnerError as exc:
-        print(f"roles.runner: {exc}", file=sys.stderr)
-        return exc.status
     except Exception as exc:  # the one line a supervisor log shows; no traceback to parse
-        print(f"roles.runner: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        cause = _innermost(exc)
+        if isinstance(cause, _RunnerError):
+            print(f"roles.runner: {cause}", file=sys.stderr)
+            return cause.status
+        print(f"roles.runner: failed: {type(cause).__name__}: {cause}", file=sys.stderr)
         return 1
     print(json.dumps(result, sort_keys=True))
     return 0

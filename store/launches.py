@@ -106,6 +106,7 @@ class Launch:
     log_tail: str | None
     provider: str | None
     usage: dict[str, Any] | None
+    owner: str | None = None
 
     @property
     def active(self) -> bool:
@@ -157,6 +158,7 @@ def _launch_from_row(row: sqlite3.Row) -> Launch:
         log_tail=row["log_tail"],
         provider=row["provider"],
         usage=json.loads(row["usage"]) if row["usage"] else None,
+        owner=row["owner"],
     )
 
 
@@ -241,8 +243,12 @@ class LaunchStore:
         image: str,
         task_id: str | None = None,
         provider: str | None = None,
+        owner: str | None = None,
     ) -> Launch:
-        """Create a launch in ``requested`` and write ``role.launch_requested``."""
+        """Create a launch in ``requested`` and write ``role.launch_requested``.
+
+        ``owner`` names the supervisor instance running it (see :mod:`supervisor.ownership`).
+        """
         fields = {
             "role": _label("role", role),
             "agent_id": _label("agent_id", agent_id),
@@ -250,6 +256,7 @@ class LaunchStore:
             "image": _label("image", image),
             "task_id": _optional_label("task_id", task_id),
             "provider": _optional_label("provider", provider),
+            "owner": _optional_label("owner", owner),
         }
         launch_id = new_id("launch")
 
@@ -257,9 +264,9 @@ class LaunchStore:
             now = utc_now_iso()
             conn.execute(
                 "INSERT INTO role_launches (id, role, agent_id, proposal_id, task_id, image, status,"
-                " requested_at, updated_at, provider)"
+                " requested_at, updated_at, provider, owner)"
                 " VALUES (:id, :role, :agent_id, :proposal_id, :task_id, :image, 'requested', :now, :now,"
-                " :provider)",
+                " :provider, :owner)",
                 {"id": launch_id, "now": now, **fields},
             )
             launch = self._row(conn, launch_id)
@@ -326,6 +333,31 @@ class LaunchStore:
         payload: dict[str, Any] = {"status": str(status), "exit_code": exit_code, "reason": columns["reason"]}
         event = "role.exited" if status is LaunchStatus.EXITED else "role.failed"
         return self._move(launch_id, status, event, columns, payload)
+
+    def record_usage(self, launch_id: str, usage: dict[str, Any]) -> Launch:
+        """Store the model usage the supervisor's gateway counted, with a ``role.model_usage`` event."""
+        if not isinstance(usage, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in usage.values()
+        ):
+            raise InvalidArgument("usage must be an object of integer counters")
+
+        def write(conn: sqlite3.Connection) -> Launch:
+            launch = self._row(conn, launch_id)
+            conn.execute(
+                "UPDATE role_launches SET usage = ?, updated_at = ? WHERE id = ?",
+                (json.dumps(usage, sort_keys=True), utc_now_iso(), launch_id),
+            )
+            append_event(
+                conn,
+                "role.model_usage",
+                actor=_ACTOR,
+                task_id=launch.task_id,
+                proposal_id=launch.proposal_id,
+                payload={"launch_id": launch_id, **usage},
+            )
+            return self._row(conn, launch_id)
+
+        return self.db.write(write)
 
     def fail_orphans(
         self, *, keep: Collection[str] = (), reason: str = "supervisor_restarted"

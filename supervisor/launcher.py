@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -74,7 +74,7 @@ class Launcher(Protocol):
         """Run one recorded launch to its end; see :meth:`DockerLauncher.run`."""
         ...
 
-    async def reap(self, *, on_orphan: OrphanHook | None = None) -> ReapReport:
+    async def reap(self, *, on_orphan: OrphanHook | None = None, keep: Collection[str] = ()) -> ReapReport:
         """Clean up after launches of a previous supervisor; see :func:`supervisor.reaper.reap`."""
         ...
 
@@ -300,14 +300,16 @@ class DockerLauncher:
 
     # -- reap ----------------------------------------------------------------------------------------
 
-    async def reap(self, *, on_orphan: OrphanHook | None = None) -> ReapReport:
+    async def reap(self, *, on_orphan: OrphanHook | None = None, keep: Collection[str] = ()) -> ReapReport:
         """Remove this supervisor's containers and runtime directories that no running launch owns,
-        and fail the launches a previous supervisor left active (see :func:`supervisor.reaper.reap`)."""
+        and fail the launches a previous supervisor left active (see :func:`supervisor.reaper.reap`).
+
+        ``keep`` names launches another live supervisor process runs: they are left alone."""
         return await reap(
             self.docker,
             self.launches,
             supervisor_id=self.supervisor_id,
-            keep=self.running,
+            keep=self.running | frozenset(keep),
             on_orphan=on_orphan,
             runtime=self.runtime,
         )

@@ -87,7 +87,40 @@ def _warning(event: dict[str, Any]) -> str:
         f"{m['id']} (missing)" if m.get("missing") else f"{m['id']} {m.get('title')!r} [{m.get('status')}]"
         for m in event.get("cited_memories", [])
     )
-    return f"[{payload.get('severity', 'warning')}] {payload.get('message_md')} — cites {cited or 'nothing'}"
+    # The citation comes first: it is what a maintainer follows, and the message may be long.
+    message = str(payload.get("message_md", "")).replace("*", "").strip()
+    return f"[{payload.get('severity', 'warning')}] cites {cited or 'nothing'} — {message}"
+
+
+def _launch(event: dict[str, Any]) -> str:
+    payload = event["payload"]
+    launch = str(payload.get("launch_id", "?"))
+    kind = event["type"]
+    if kind == "role.launch_requested":
+        provider = payload.get("provider") or "default"
+        return f"{launch} {payload.get('agent_id')} ({provider}) on {payload.get('image')}"
+    if kind == "role.container_created":
+        return f"{launch} container {str(payload.get('container_id', ''))[:12]}"
+    if kind == "role.model_usage":
+        return f"{launch} {payload.get('requests')} model requests, {payload.get('total_tokens')} tokens"
+    status = payload.get("status", "exited" if kind == "role.exited" else "")
+    reason = f" ({payload['reason']})" if payload.get("reason") else ""
+    code = f" exit {payload['exit_code']}" if payload.get("exit_code") is not None else ""
+    return f"{launch} {status}{code}{reason}".strip()
+
+
+def _grant(event: dict[str, Any]) -> str:
+    payload = event["payload"]
+    if event["type"] == "capability.granted":
+        return f"{payload.get('grant_id')} to {payload.get('agent_id')} until {payload.get('expires_at')}"
+    return f"{payload.get('grant_id')} ({payload.get('reason', 'revoked')})"
+
+
+def _memory(event: dict[str, Any]) -> str:
+    payload = event["payload"]
+    return (
+        f"{payload.get('kind')} {payload.get('memory_id')} {payload.get('title')!r} in {payload.get('scope')}"
+    )
 
 
 def _apply(event: dict[str, Any]) -> str:
@@ -113,6 +146,15 @@ _DETAILS: dict[str, Callable[[dict[str, Any]], str]] = {
     "proposal.rejected": _closed,
     "proposal.withdrawn": _closed,
     "memory.oracle_warning": _warning,
+    "memory.recorded": _memory,
+    "capability.granted": _grant,
+    "capability.revoked": _grant,
+    "role.launch_requested": _launch,
+    "role.container_created": _launch,
+    "role.started": _launch,
+    "role.exited": _launch,
+    "role.failed": _launch,
+    "role.model_usage": _launch,
     "proposal.apply_started": _apply,
     "proposal.applied": _apply,
     "proposal.apply_failed": _apply,

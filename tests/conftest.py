@@ -1,11 +1,17 @@
-"""Fixtures shared by the whole suite: real projects on disk with real SQLite databases."""
+"""Fixtures shared by the whole suite: real projects on disk with real SQLite databases, and the
+real Docker engine with the role image (Docker tests fail, never skip, without them)."""
 
 from __future__ import annotations
 
+import gc
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import docker
+import docker.errors
 import pytest
 
 from capabilities.registry import ToolRegistry
@@ -56,3 +62,42 @@ def roundtable_argv() -> list[str]:
 def anyio_backend() -> str:
     """Async tests run on asyncio (``@pytest.mark.anyio``)."""
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def docker_sdk() -> Iterator[Any]:
+    """A docker SDK client for looking at containers from outside; fails (never skips) without an engine."""
+    reason = ""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except (docker.errors.DockerException, OSError) as exc:
+        reason = str(exc)
+    if reason:
+        with warnings.catch_warnings():  # the SDK leaks the socket of a failed connect; drop it quietly
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+        pytest.fail(
+            f"the Docker engine is unreachable ({reason}); the docker tests need it and never skip",
+            pytrace=False,
+        )
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def role_image_tag(docker_sdk: Any) -> str:
+    """The role image's tag; built offline once when missing (``make test`` builds it first)."""
+    from supervisor.image import build_role_image, role_image_tag
+
+    tag = role_image_tag()
+    try:
+        docker_sdk.images.get(tag)
+    except docker.errors.ImageNotFound:
+        try:
+            build_role_image(offline=True, progress=lambda line: None, repo_root=REPO_ROOT)
+        except Exception as exc:
+            pytest.fail(f"the role image {tag} is missing and could not be built: {exc}", pytrace=False)
+    return tag

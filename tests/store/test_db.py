@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
-from multiprocessing.synchronize import Barrier
 import sqlite3
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest

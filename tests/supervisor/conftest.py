@@ -8,17 +8,13 @@ does not cascade, and then fails the test).
 
 from __future__ import annotations
 
-import gc
 import secrets
 import shutil
 import tempfile
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import docker
-import docker.errors
 import pytest
 
 from store import Store
@@ -33,45 +29,6 @@ FAST_RETRY = RetryPolicy(attempts=3, initial_wait=0.001, max_wait=0.01)
 SESSION_SUPERVISOR_ID = f"rttest{secrets.token_hex(5)}"
 
 RequestLaunch = Callable[..., LaunchSpec]
-
-
-@pytest.fixture(scope="session")
-def docker_sdk() -> Iterator[Any]:
-    """A docker SDK client for looking at containers from outside; fails (never skips) without an engine."""
-    reason = ""
-    try:
-        client = docker.from_env()
-        client.ping()
-    except (docker.errors.DockerException, OSError) as exc:
-        reason = str(exc)
-    if reason:
-        with warnings.catch_warnings():  # the SDK leaks the socket of a failed connect; drop it quietly
-            warnings.simplefilter("ignore", ResourceWarning)
-            gc.collect()
-        pytest.fail(
-            f"the Docker engine is unreachable ({reason}); the docker tests need it and never skip",
-            pytrace=False,
-        )
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture(scope="session")
-def role_image_tag(docker_sdk: Any) -> str:
-    """The role image's tag; built offline once when missing (``make test`` builds it first)."""
-    from supervisor.image import build_role_image, role_image_tag
-
-    tag = role_image_tag()
-    try:
-        docker_sdk.images.get(tag)
-    except docker.errors.ImageNotFound:
-        try:
-            build_role_image(offline=True, progress=lambda line: None, repo_root=REPO_ROOT)
-        except Exception as exc:
-            pytest.fail(f"the role image {tag} is missing and could not be built: {exc}", pytrace=False)
-    return tag
 
 
 @pytest.fixture(scope="session")
