@@ -1,0 +1,131 @@
+"""MemoryOracle launches: launch-to-warning time, and 8 concurrent launches against 8 sequential ones.
+
+Baseline, measured in the same run: a bare ``docker run --rm`` of the role image (``--version``),
+the floor any containerised role pays. Usage: ``python -m benchmarks.bench_oracle [--repeat N]``.
+Needs the Docker engine and the role image (``make image``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from capabilities.dispatch import call_tool
+from capabilities.principals import local_operator
+from capabilities.services import Services
+from capabilities.tools import build_registry
+from store import Store, init_project, open_store
+from supervisor.demo import DEMO_PATCH
+from supervisor.image import role_image_tag
+from supervisor.supervisor import Supervisor
+
+
+async def _tool(store: Store, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    outcome = await call_tool(Services(store=store), build_registry(), local_operator(), name, arguments)
+    assert outcome.result is not None, outcome.error
+    return outcome.result
+
+
+async def _proposal(store: Store) -> str:
+    task = await _tool(store, "task.create", {"title": "bench"})
+    created = await _tool(
+        store,
+        "proposal.create",
+        {"task_id": task["task"]["id"], "agent_id": "implementer-1", "title": "raw sql", "patch": DEMO_PATCH},
+    )
+    proposal_id = str(created["proposal"]["id"])
+    await _tool(store, "proposal.request_review", {"proposal_id": proposal_id})
+    return proposal_id
+
+
+def _parse(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _bare_docker_run(repeat: int) -> list[float]:
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", role_image_tag(), "--version"],
+            check=True,
+            capture_output=True,
+        )
+        samples.append(time.perf_counter() - start)
+    return samples
+
+
+async def _run(repeat: int) -> None:
+    with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
+        paths, _ = init_project(Path(tmp))
+        text = paths.config_file.read_text().replace(
+            "max_concurrent_launches = 4", "max_concurrent_launches = 8"
+        )
+        paths.config_file.write_text(text)
+        store = open_store(paths)
+        await _tool(
+            store,
+            "memory.record",
+            {
+                "scope": "project",
+                "kind": "decision",
+                "title": "All SQL goes through the query builder",
+                "body_md": "x",
+            },
+        )
+        proposals = [await _proposal(store) for _ in range(8)]
+        bare = await anyio.to_thread.run_sync(_bare_docker_run, repeat)
+
+        to_warning, to_return = [], []
+        async with Supervisor(store) as supervisor:
+            await supervisor.launch_role("memory_oracle", proposals[0])  # warm-up
+            for _ in range(repeat):
+                wall_start, start = time.time(), time.perf_counter()
+                result = await supervisor.launch_role("memory_oracle", proposals[0])
+                to_return.append(time.perf_counter() - start)
+                assert result.warnings, "the demo launch should warn"
+                to_warning.append(_parse(result.warnings[0].created_at) - wall_start)
+
+            start = time.perf_counter()
+            for proposal_id in proposals:
+                await supervisor.launch_role("memory_oracle", proposal_id)
+            sequential = time.perf_counter() - start
+
+            start = time.perf_counter()
+            async with anyio.create_task_group() as tg:
+                for proposal_id in proposals:
+                    tg.start_soon(supervisor.launch_role, "memory_oracle", proposal_id)
+            concurrent = time.perf_counter() - start
+        store.close()
+
+    bare_median = statistics.median(bare)
+    print(f"bare docker run --rm (--version)          median {bare_median * 1000:8.1f} ms  (n={repeat})")
+    for label, samples in (
+        ("launch to warning event", to_warning),
+        ("launch to result (cleaned up)", to_return),
+    ):
+        median = statistics.median(samples)
+        print(f"{label:<40} median {median * 1000:8.1f} ms  x{median / bare_median:5.2f} of bare run")
+    ratio = concurrent / sequential
+    print(f"{'8 launches sequential':<41} wall   {sequential * 1000:8.1f} ms")
+    print(f"{'8 launches concurrent':<41} wall   {concurrent * 1000:8.1f} ms  x{ratio:5.2f} of sequential")
+
+
+def main() -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args()
+    anyio.run(_run, args.repeat)
+
+
+if __name__ == "__main__":
+    main()
