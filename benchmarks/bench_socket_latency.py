@@ -1,0 +1,142 @@
+"""Latency of a scoped tool call over a launch's Unix socket, beside a no-op tool, in the same run.
+
+A MemoryOracle capability calls ``memory.query`` (searching only its task and project scopes) and
+``bench.noop`` (a tool registered only here, answering ``{}``) alternately, over the real MCP
+client, streamable HTTP and the per-launch Unix socket app. Both pay the same transport, JSON-RPC
+and per-request token verification; the difference is the scoped query itself. Prints p50/p95 of
+each and of their difference. Usage:
+``python -m benchmarks.bench_socket_latency [--calls N] [--entries M]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+import capabilities.policy as policy
+from benchmarks._timing import percentile
+from capabilities.registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.services import Services
+from capabilities.tools import all_tools
+from capabilities.transports import build_launch_app, serving
+from store import Store, init_project, open_store
+from supervisor.logging import configure_logging
+
+NOOP = "bench.noop"
+_WORDS = "sql builder cache index migration auth token retry queue worker cursor deploy rollback".split()
+
+
+class _NoArgs(ToolArgs):
+    pass
+
+
+async def _noop(call: ToolCall) -> dict[str, Any]:
+    return {}
+
+
+@contextmanager
+def _noop_allowed_for_the_oracle() -> Iterator[None]:
+    """Let the oracle role call the benchmark's no-op, for this process and this block only."""
+    original = policy.ROLE_TOOLSETS["memory_oracle"]
+    policy.ROLE_TOOLSETS["memory_oracle"] = original | {NOOP}
+    try:
+        yield
+    finally:
+        policy.ROLE_TOOLSETS["memory_oracle"] = original
+
+
+def _seed(store: Store, entries: int) -> tuple[str, str]:
+    rng = random.Random(7)
+    task = store.tasks.create(title="Benchmark task", actor="bench")
+    diff = "--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+b\n"
+    proposal, _ = store.proposals.create(
+        task_id=task.id, agent_id="implementer-1", title="Benchmark", patch=diff, actor="bench"
+    )
+    records = [
+        {
+            "scope": rng.choice(["project", task.id, "T-elsewhere"]),
+            "kind": rng.choice(["decision", "constraint", "fact"]),
+            "title": " ".join(rng.choices(_WORDS, k=4)),
+            "body_md": " ".join(rng.choices(_WORDS, k=40)),
+        }
+        for _ in range(entries)
+    ]
+    store.memory.record_many(records, actor="bench")
+    return task.id, proposal["id"]
+
+
+async def _measure(store: Store, calls: int, entries: int, sock: str) -> dict[str, list[float]]:
+    _, proposal_id = _seed(store, entries)
+    issued = store.grants.mint_grant(
+        proposal_id=proposal_id,
+        role="memory_oracle",
+        agent_id="memory-oracle-1",
+        tools=policy.MEMORY_ORACLE_TOOLS | {NOOP},
+        ttl_seconds=3600,
+        actor="bench",
+    )
+    spec = ToolSpec(NOOP, "does nothing", _NoArgs, _noop, read_only=True, idempotent=True)
+    registry = ToolRegistry([*all_tools(), spec])
+    app = build_launch_app(Services(store=store), issued.record.id, registry=registry)
+    samples: dict[str, list[float]] = {"memory.query": [], NOOP: [], "difference": []}
+    query = {"query": "sql", "limit": 10}
+    async with (
+        serving(app, uds=sock),
+        httpx2.AsyncClient(
+            transport=httpx2.AsyncHTTPTransport(uds=sock), headers={"Authorization": f"Bearer {issued.token}"}
+        ) as http,
+        Client(streamable_http_client("http://localhost/mcp", http_client=http)) as client,
+    ):
+        for _ in range(30):  # warm-up: connections, caches, the SQLite page cache
+            await client.call_tool("memory.query", query)
+            await client.call_tool(NOOP, {})
+        for _ in range(calls):
+            start = time.perf_counter()
+            result = await client.call_tool("memory.query", query)
+            scoped = time.perf_counter() - start
+            assert not result.is_error, result
+            start = time.perf_counter()
+            result = await client.call_tool(NOOP, {})
+            noop = time.perf_counter() - start
+            assert not result.is_error, result
+            samples["memory.query"].append(scoped)
+            samples[NOOP].append(noop)
+            samples["difference"].append(scoped - noop)
+    return samples
+
+
+def main() -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--calls", type=int, default=500, help="calls of each tool")
+    parser.add_argument("--entries", type=int, default=2000, help="memory entries in the project")
+    args = parser.parse_args()
+    configure_logging(verbose=False)  # a debug line per call would be measured too
+    with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp, _noop_allowed_for_the_oracle():
+        paths, _ = init_project(Path(tmp) / "proj")
+        store = open_store(paths)
+        try:
+            samples = anyio.run(_measure, store, args.calls, args.entries, str(Path(tmp) / "launch.sock"))
+        finally:
+            store.close()
+    print(f"MCP over the launch Unix socket: {args.calls} calls each, {args.entries} memory entries")
+    for label, values in samples.items():
+        print(
+            f"  {label:<32} p50 {percentile(values, 50) * 1000:8.3f} ms"
+            f"   p95 {percentile(values, 95) * 1000:8.3f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
