@@ -61,14 +61,25 @@ class EventBroadcaster:
         self.position = 0
         self.polls = 0
         self.dropped = 0
+        self.stalled = 0
         self.delivered = 0
         self._subscribers: set[Subscriber] = set()
         self._wake = anyio.Event()
+        self._membership = anyio.Event()
 
     @property
     def subscriber_count(self) -> int:
         """How many clients are connected now."""
         return len(self._subscribers)
+
+    async def wait_for_subscribers(self, count: int) -> None:
+        """Return once at least ``count`` clients are connected (for tests and shutdown)."""
+        while len(self._subscribers) < count:
+            await self._membership.wait()
+
+    def _members_changed(self) -> None:
+        self._membership.set()
+        self._membership = anyio.Event()
 
     def poke(self) -> None:
         """Poll now (called after this process commits a change)."""
@@ -79,6 +90,7 @@ class EventBroadcaster:
         send, receive = anyio.create_memory_object_stream[Event](self.queue_size)
         subscriber = Subscriber(send, receive, live_from=self.position)
         self._subscribers.add(subscriber)
+        self._members_changed()
         self.poke()
         return subscriber
 
@@ -87,6 +99,7 @@ class EventBroadcaster:
         self._subscribers.discard(subscriber)
         subscriber.send.close()
         subscriber.receive.close()
+        self._members_changed()
 
     def _fan_out(self, event: Event) -> None:
         for subscriber in list(self._subscribers):
@@ -170,6 +183,7 @@ class EventStreamEndpoint:
                 tg.cancel_scope.cancel()
         except TimeoutError:
             # The client stopped reading: abandon the response; the server closes the socket.
+            self.broadcaster.stalled += 1
             _log.info("stream.client_stalled", write_timeout=self.write_timeout)
         finally:
             self.broadcaster.unsubscribe(subscriber)
@@ -208,6 +222,11 @@ class EventStreamEndpoint:
     async def _stream(
         self, send: Send, subscriber: Subscriber, after: int | None, proposal_id: str | None
     ) -> None:
+        store = self.broadcaster.store
+        # Without a position the stream starts now, fixed before the headers go out, so every
+        # event committed after the client sees the response reaches it (the poller may lag
+        # behind the log while nobody listens, hence the read).
+        sent = await store.db.run(store.event_feed.last_id) if after is None else after
         with anyio.fail_after(self.write_timeout):
             await send(
                 {
@@ -222,9 +241,6 @@ class EventStreamEndpoint:
                 }
             )
         await self._write(send, b"retry: 2000\n: connected\n\n")
-        store = self.broadcaster.store
-        # Without a position the stream starts now (the poller may lag while nobody listens).
-        sent = await store.db.run(store.event_feed.last_id) if after is None else after
         # The backlog, from the log: (after, live_from]. Live events all lie beyond live_from.
         while sent < subscriber.live_from:
             page = await store.db.run(store.event_feed.after, sent, limit=_BATCH, proposal_id=proposal_id)
