@@ -31,7 +31,7 @@ from capabilities.principals import GrantBinding, Principal, PrincipalKind
 from capabilities.server import PRINCIPAL_SCOPE_KEY
 from store import Store
 from store.errors import InvalidArgument, Unauthenticated
-from store.grants import GrantRecord, IssuedToken, OperatorTokenRecord
+from store.grants import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, OperatorTokenRecord
 
 __all__ = [
     "DEFAULT_GRANT_TTL_SECONDS",
@@ -43,8 +43,6 @@ __all__ = [
     "issue_capability",
     "principal_from_record",
 ]
-
-DEFAULT_GRANT_TTL_SECONDS = 900
 
 TOKEN_QUERY_PARAMETERS = frozenset(
     {"access_token", "token", "bearer", "auth", "authorization", "api_key", "apikey", "key", "jwt"}

@@ -130,7 +130,7 @@ def build_launch_app(
 ) -> Starlette:
     """The app behind one launch's socket: every path guarded, only ``grant_id`` accepted.
 
-    ``extra_routes`` (the supervisor's model gateway) sit behind the same grant check.
+    ``extra_routes`` (for example the launch's model gateway) sit behind the same guard.
     """
     return build_asgi_app(
         services,

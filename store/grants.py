@@ -35,6 +35,7 @@ from store.events import append_event
 from store.ids import new_id, utc_now
 
 __all__ = [
+    "DEFAULT_GRANT_TTL_SECONDS",
     "MAX_TTL_SECONDS",
     "PROJECT_SCOPE",
     "GrantRecord",
@@ -51,6 +52,7 @@ __all__ = [
 
 PROJECT_SCOPE = "project"
 MAX_TTL_SECONDS = 7 * 24 * 3600
+DEFAULT_GRANT_TTL_SECONDS = 900
 TOKEN_BYTES = 32
 _TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 _NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")

@@ -2,9 +2,9 @@
 
 Tokens and capabilities are minted by the local operator; the raw token is printed once, in the
 answer of the command that minted it, and stored only as its SHA-256. ``serve`` runs the service
-app (MCP streamable HTTP at ``/mcp``; the HTTP API and web console join it through
-:func:`service_routes`) on loopback TCP or a Unix socket; a non-loopback bind needs
-``--allow-remote``.
+app (MCP streamable HTTP at ``/mcp``, the HTTP API at ``/api/v1`` and the web console, built by
+:func:`capabilities.http_api.service.build_service_app`) on loopback TCP or a Unix socket; a
+non-loopback bind needs ``--allow-remote``.
 """
 
 from __future__ import annotations
@@ -13,38 +13,25 @@ import argparse
 import json
 import signal
 import sys
-from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
-from starlette.applications import Starlette
-from starlette.routing import BaseRoute
 
-from capabilities.auth import DEFAULT_GRANT_TTL_SECONDS, issue_capability
-from capabilities.http_api import build_service_app as build_web_app
+if TYPE_CHECKING:
+    from capabilities.transports import BoundAddress
+
 from capabilities.policy import ROLE_TOOLSETS
-from capabilities.services import Services
-from capabilities.transports import BoundAddress, check_bind_host, serve_asgi
-from store.grants import MAX_TTL_SECONDS
+from store.grants import DEFAULT_GRANT_TTL_SECONDS, MAX_TTL_SECONDS
 from supervisor.project import open_project, open_services
 
-__all__ = ["DEFAULT_PORT", "SERVICE_ROUTE_FACTORIES", "build_service_app", "register"]
+__all__ = ["DEFAULT_PORT", "register"]
 
 DEFAULT_PORT = 8765
 LOCAL_OPERATOR = "operator"
 
-SERVICE_ROUTE_FACTORIES: list[Callable[[Services], Sequence[BaseRoute]]] = []
-"""Route factories served beside ``/mcp`` by ``roundtable serve`` (the HTTP API, the web console)."""
-
 _log = structlog.get_logger("roundtable.serve")
-
-
-def build_service_app(services: Services, *, allowed_hosts: Sequence[str] = ()) -> Starlette:
-    """The app ``roundtable serve`` runs: ``/mcp``, the HTTP API, the console, and registered routes."""
-    routes = [route for factory in SERVICE_ROUTE_FACTORIES for route in factory(services)]
-    return build_web_app(services, extra_routes=routes, allowed_hosts=allowed_hosts)
 
 
 # -- tokens ----------------------------------------------------------------------------------------
@@ -76,6 +63,8 @@ def _token_revoke(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _capability_grant(args: argparse.Namespace) -> dict[str, Any]:
+    from capabilities.auth import issue_capability  # the MCP SDK is imported only when needed
+
     with open_project(args.root) as store:
         issued = issue_capability(
             store, proposal_id=args.proposal, role=args.role, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl
@@ -110,10 +99,14 @@ def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _serve(args: argparse.Namespace) -> dict[str, Any]:
+    # Imported here: every other command would otherwise pay for the MCP SDK and uvicorn.
+    from capabilities.http_api.service import build_service_app
+    from capabilities.transports import check_bind_host, serve_asgi
+
     if args.uds is None:
         check_bind_host(args.host, allow_remote=args.allow_remote)
     with open_services(args.root) as services:
-        app = build_service_app(services, allowed_hosts=args.allowed_host)
+        app = build_service_app(services, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, the console
         where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
         async with anyio.create_task_group() as tg:
             address: BoundAddress = await tg.start(partial(serve_asgi, app, **where))

@@ -25,6 +25,7 @@ from capabilities.services import Services
 from capabilities.transports import (
     BoundAddress,
     build_asgi_app,
+    build_launch_app,
     check_bind_host,
     serve_asgi,
     serving,
@@ -178,3 +179,22 @@ async def test_either_a_host_or_a_socket(services: Services, tmp_path: Path) -> 
         await serve_asgi(build_asgi_app(services))
     with pytest.raises(InvalidArgument):
         await serve_asgi(build_asgi_app(services), host="127.0.0.1", uds=tmp_path / "s.sock")
+
+
+async def test_a_launch_app_guards_its_extra_routes_too(
+    services: Services, store: Store, tmp_path: Path
+) -> None:
+    async def gateway(request: Request) -> PlainTextResponse:
+        principal = request.scope.get("roundtable.principal")
+        return PlainTextResponse(getattr(principal, "name", "nobody"))
+
+    _, proposal_id = insert_proposal(store)
+    issued = issue_capability(store, proposal_id=proposal_id, role="memory_oracle", actor="operator")
+    app = build_launch_app(services, issued.record.id, extra_routes=[Route("/gateway/v1/models", gateway)])
+    async with serving(app, uds=tmp_path / "launch.sock") as address:
+        async with http_client(address) as anonymous:
+            assert (await anonymous.get("http://localhost/gateway/v1/models")).status_code == 401
+        async with http_client(address, issued.token) as client:
+            answer = await client.get("http://localhost/gateway/v1/models")
+    assert answer.status_code == 200
+    assert answer.text == "memory-oracle-1"
