@@ -1,0 +1,156 @@
+"""Checks run on a project after a crash or a concurrent run: integrity, acknowledged writes, no half state.
+
+Every check opens its own connection (as a restarted process would), so it sees what is durable.
+``find_missing`` returns one line per acknowledged write it could not find; its length is what the
+summary reports as ``lost``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LAUNCH_ORDER", "find_half_written", "find_missing", "integrity", "read_acks"]
+
+LAUNCH_ORDER = {"requested": 0, "starting": 1, "running": 2, "exited": 3, "failed": 3, "timeout": 3}
+
+
+def _connect(database: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(database, isolation_level=None, timeout=15)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def read_acks(path: Path) -> list[dict[str, Any]]:
+    """Every complete line of an acknowledgement log (a torn last line was never acknowledged)."""
+    if not path.exists():
+        return []
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return [json.loads(line) for line in text.split("\n")[:-1] if line]
+
+
+def integrity(database: Path) -> list[str]:
+    """``PRAGMA integrity_check`` and ``foreign_key_check`` problems (empty when sound)."""
+    conn = _connect(database)
+    try:
+        result = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+        problems = [] if result == ["ok"] else [f"integrity_check: {result[:5]}"]
+        problems += [f"foreign_key_check: {tuple(row)}" for row in conn.execute("PRAGMA foreign_key_check")]
+        return problems
+    finally:
+        conn.close()
+
+
+def _one(conn: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Row | None:
+    row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+    return row
+
+
+def _missing_one(conn: sqlite3.Connection, ack: dict[str, Any]) -> str | None:
+    op, key = ack["op"], ack.get("id")
+    if op == "memory":
+        row = _one(conn, "SELECT revision FROM memory_entries WHERE id = ?", key)
+        return None if row and row[0] >= ack["revision"] else f"memory {key} r{ack['revision']}"
+    if op == "revision":
+        row = _one(
+            conn, "SELECT 1 FROM memory_revisions WHERE memory_id = ? AND revision = ?", key, ack["revision"]
+        )
+        return None if row else f"revision {key} r{ack['revision']}"
+    if op == "task":
+        return None if _one(conn, "SELECT 1 FROM tasks WHERE id = ?", key) else f"task {key}"
+    if op in ("proposal", "patch"):
+        row = _one(
+            conn, "SELECT 1 FROM patch_versions WHERE proposal_id = ? AND version = ?", key, ack["version"]
+        )
+        return None if row else f"{op} {key} v{ack['version']}"
+    if op == "review":
+        return (
+            None if _one(conn, "SELECT 1 FROM review_rounds WHERE proposal_id = ?", key) else f"review {key}"
+        )
+    if op == "vote":
+        return None if _one(conn, "SELECT 1 FROM votes WHERE id = ?", key) else f"vote {key}"
+    if op == "grant":
+        return None if _one(conn, "SELECT 1 FROM capability_grants WHERE id = ?", key) else f"grant {key}"
+    if op == "grant_revoked":
+        row = _one(conn, "SELECT revoked_at FROM capability_grants WHERE id = ?", key)
+        return None if row and row[0] else f"revocation of grant {key}"
+    if op == "launch":
+        row = _one(conn, "SELECT status FROM role_launches WHERE id = ?", key)
+        ok = row is not None and LAUNCH_ORDER.get(row[0], -1) >= LAUNCH_ORDER[ack["status"]]
+        return None if ok else f"launch {key} {ack['status']}"
+    return f"unknown acknowledgement {ack}"
+
+
+def find_missing(database: Path, acks: Iterable[dict[str, Any]]) -> list[str]:
+    """The acknowledged writes the database does not hold."""
+    conn = _connect(database)
+    try:
+        return [m for ack in acks if (m := _missing_one(conn, ack)) is not None]
+    finally:
+        conn.close()
+
+
+# Event type -> (payload key or column naming the row, table, id column). Both directions must hold.
+_EVENT_ROWS = (
+    ("memory.recorded", "memory_id", "memory_entries", "id"),
+    ("vote.cast", "vote_id", "votes", "id"),
+    ("proposal.created", "proposal_id", "proposals", "id"),
+    ("capability.granted", "grant_id", "capability_grants", "id"),
+    ("role.launch_requested", "launch_id", "role_launches", "id"),
+)
+
+
+def find_half_written(root: Path, database: Path) -> list[str]:
+    """State no committed transaction can leave: rows without files or events, events without rows."""
+    conn = _connect(database)
+    problems: list[str] = []
+    try:
+        for row in conn.execute("SELECT proposal_id, version, path, sha256 FROM patch_versions"):
+            path = root / row["path"]
+            if not path.is_file():
+                problems.append(f"patch row {row['proposal_id']} v{row['version']} without its file")
+            elif hashlib.sha256(path.read_bytes()).hexdigest() != row["sha256"]:
+                problems.append(f"patch file {row['path']} does not match its row")
+        for row in conn.execute(
+            "SELECT id, status FROM role_launches"
+            " WHERE status IN ('starting', 'running') AND container_id IS NULL"
+        ):
+            problems.append(f"launch {row['id']} {row['status']} without a container id")
+        for event_type, key, table, column in _EVENT_ROWS:
+            source = "proposal_id" if key == "proposal_id" else f"json_extract(payload, '$.{key}')"
+            problems += [
+                f"{event_type} event {row[0]} without its {table} row"
+                for row in conn.execute(
+                    f"SELECT e.id FROM events e WHERE e.type = ? AND NOT EXISTS"
+                    f" (SELECT 1 FROM {table} t WHERE t.{column} = {_qualified(source)})",
+                    (event_type,),
+                )
+            ]
+            problems += [
+                f"{table} row {row[0]} without its {event_type} event"
+                for row in conn.execute(
+                    f"SELECT t.{column} FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM events e"
+                    f" WHERE e.type = ? AND {_qualified(source)} = t.{column})",
+                    (event_type,),
+                )
+            ]
+        # Every revision row of an entry up to its current revision, and none beyond it.
+        for row in conn.execute(
+            "SELECT m.id, m.revision, (SELECT max(revision) FROM memory_revisions r WHERE r.memory_id = m.id)"
+            " AS top FROM memory_entries m"
+        ):
+            if row["top"] is not None and row["top"] != row["revision"]:
+                problems.append(
+                    f"memory {row['id']} at revision {row['revision']} but revisions reach {row['top']}"
+                )
+        return problems
+    finally:
+        conn.close()
+
+
+def _qualified(source: str) -> str:
+    return "e.proposal_id" if source == "proposal_id" else source.replace("payload", "e.payload")
