@@ -1,15 +1,15 @@
-"""Capability grants and operator tokens: minting, verification and revocation.
+"""Capability grants: minting, verification and revocation (and verification of operator tokens).
 
 A **grant** binds a role launch to one proposal ``P``: its task ``T`` (read from the proposal row
 inside the minting transaction), the allowed scopes ``{T, "project"}``, the allowed tools and an
-expiry. An **operator token** names an operator on HTTP. Both are bearer tokens minted with
-``secrets.token_urlsafe(32)``; only ``sha256(token)`` is stored. Verification looks the hash up
-(an indexed equality, so the lookup leaks nothing useful about near misses) and confirms it with
+expiry. Grants and operator tokens (:mod:`store.tokens`) are bearer tokens of which only
+``sha256(token)`` is stored. :meth:`GrantStore.authenticate` looks the hash up (an indexed
+equality, so the lookup leaks nothing useful about near misses) and confirms it with
 :func:`hmac.compare_digest`. Expired or revoked credentials raise :class:`Unauthenticated`.
 
-The raw token is returned once, inside :class:`IssuedToken` whose ``repr`` hides it, and never
-reaches the database, an event, a log line or an error message. ``capability.granted`` and
-``capability.revoked`` events are written in the transaction of the change they describe.
+The raw token is returned once, inside :class:`~store.tokens.IssuedToken` whose ``repr`` hides it,
+and never reaches the database, an event, a log line or an error message. ``capability.granted``
+and ``capability.revoked`` events are written in the transaction of the change they describe.
 
 Connection-level helpers (``revoke_in``, ``revoke_for_proposal_in``, ``revoke_for_launch_in``)
 let other stores revoke grants inside their own write transaction, for example when a proposal
@@ -18,21 +18,34 @@ leaves review or a launch ends.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import re
-import secrets
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound, Unauthenticated
 from store.events import append_event
 from store.ids import new_id, utc_now
+from store.tokens import (
+    MAX_TTL_SECONDS,
+    IssuedToken,
+    OperatorTokenRecord,
+    check_operator_name,
+    check_ttl,
+    hash_token,
+    insert_operator_token,
+    looks_like_token,
+    new_token,
+    operator_from_row,
+    parse_time,
+    revoke_operator_token_in,
+    stamp_time,
+)
 
 __all__ = [
     "DEFAULT_GRANT_TTL_SECONDS",
@@ -51,33 +64,10 @@ __all__ = [
 ]
 
 PROJECT_SCOPE = "project"
-MAX_TTL_SECONDS = 7 * 24 * 3600
 DEFAULT_GRANT_TTL_SECONDS = 900
-TOKEN_BYTES = 32
-_TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
-_NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
 _LABEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
-_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 # Proposals in these states can no longer be reviewed, so no capability is minted for them.
 _CLOSED_PROPOSAL_STATES = frozenset({"accepted", "rejected", "withdrawn", "applied"})
-
-
-def hash_token(token: str) -> str:
-    """The hex SHA-256 of a token: the only form a token is ever stored in."""
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def looks_like_token(value: str) -> bool:
-    """Whether ``value`` has the shape of a minted token (URL-safe base64, sane length)."""
-    return bool(_TOKEN_SHAPE.match(value))
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.strftime(_TIME_FORMAT)
-
-
-def _parse(stamp: str) -> datetime:
-    return datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -100,7 +90,7 @@ class GrantRecord:
 
     def is_expired(self, now: datetime | None = None) -> bool:
         """Whether the grant's expiry has passed."""
-        return _parse(self.expires_at) <= (now or utc_now())
+        return parse_time(self.expires_at) <= (now or utc_now())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape shown to operators (never the token)."""
@@ -121,40 +111,6 @@ class GrantRecord:
         }
 
 
-@dataclass(frozen=True)
-class OperatorTokenRecord:
-    """One operator token, as stored (the token hash is not part of it)."""
-
-    id: str
-    name: str
-    created_by: str
-    created_at: str
-    expires_at: str | None
-    revoked_at: str | None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape shown to operators (never the token)."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-        }
-
-
-_Record = TypeVar("_Record", GrantRecord, OperatorTokenRecord)
-
-
-@dataclass(frozen=True)
-class IssuedToken(Generic[_Record]):
-    """A freshly minted credential: the stored record and the raw token, shown exactly once."""
-
-    record: _Record
-    token: str = field(repr=False)
-
-
 def _grant_from_row(row: sqlite3.Row) -> GrantRecord:
     return GrantRecord(
         id=row["id"],
@@ -171,29 +127,6 @@ def _grant_from_row(row: sqlite3.Row) -> GrantRecord:
         revoked_at=row["revoked_at"],
         revoked_reason=row["revoked_reason"],
     )
-
-
-def _operator_from_row(row: sqlite3.Row) -> OperatorTokenRecord:
-    return OperatorTokenRecord(
-        id=row["id"],
-        name=row["name"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-    )
-
-
-def _check_ttl(ttl_seconds: object, *, required: bool) -> int | None:
-    if ttl_seconds is None:
-        if required:
-            raise InvalidArgument("ttl_seconds is required")
-        return None
-    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
-        raise InvalidArgument("ttl_seconds must be an integer")
-    if not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
-        raise InvalidArgument(f"ttl_seconds must lie between 1 and {MAX_TTL_SECONDS}")
-    return ttl_seconds
 
 
 def _check_label(name: str, value: object) -> str:
@@ -255,7 +188,7 @@ def revoke_in(
         raise NotFound(f"capability grant {grant_id} does not exist")
     if row["revoked_at"] is not None:
         return _grant_from_row(row), False
-    now = _stamp(utc_now())
+    now = stamp_time(utc_now())
     conn.execute(
         "UPDATE capability_grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
         (now, reason, grant_id),
@@ -337,10 +270,9 @@ class GrantStore:
         agent_v = _check_label("agent_id", agent_id)
         launch_v = None if launch_id is None else _check_label("launch_id", launch_id)
         tool_names = _check_tools(tools)
-        ttl = _check_ttl(ttl_seconds, required=True)
+        ttl = check_ttl(ttl_seconds, required=True)
         assert ttl is not None
-        token = secrets.token_urlsafe(TOKEN_BYTES)
-        digest = hash_token(token)
+        token, digest = new_token()
 
         def write(conn: sqlite3.Connection) -> GrantRecord:
             task_id = _proposal_task(conn, proposal_v)
@@ -362,8 +294,8 @@ class GrantStore:
                     launch_v,
                     digest,
                     actor,
-                    _stamp(now),
-                    _stamp(now + timedelta(seconds=ttl)),
+                    stamp_time(now),
+                    stamp_time(now + timedelta(seconds=ttl)),
                 ),
             )
             row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
@@ -405,7 +337,7 @@ class GrantStore:
             params.append(proposal_id)
         if active_only:
             clauses.append("revoked_at IS NULL AND expires_at > ?")
-            params.append(_stamp(self.clock()))
+            params.append(stamp_time(self.clock()))
         sql = (
             f"SELECT * FROM capability_grants WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC"
         )
@@ -452,58 +384,20 @@ class GrantStore:
         self, *, name: str, actor: str, ttl_seconds: int | None = None
     ) -> IssuedToken[OperatorTokenRecord]:
         """Mint an operator token called ``name``; the token is in the answer only."""
-        if not isinstance(name, str) or not _NAME_SHAPE.match(name):
-            raise InvalidArgument(
-                "name must be 1-100 characters: letters, digits, '.', '_', '@', ':' or '-', "
-                "starting with a letter or digit"
+        name_v = check_operator_name(name)
+        ttl = check_ttl(ttl_seconds, required=False)
+        token, digest = new_token()
+        record = self.db.write(
+            lambda conn: insert_operator_token(
+                conn, name=name_v, digest=digest, actor=actor, now=self.clock(), ttl=ttl
             )
-        ttl = _check_ttl(ttl_seconds, required=False)
-        token = secrets.token_urlsafe(TOKEN_BYTES)
-        digest = hash_token(token)
-
-        def write(conn: sqlite3.Connection) -> OperatorTokenRecord:
-            now = self.clock()
-            token_id = new_id("token")
-            expires = None if ttl is None else _stamp(now + timedelta(seconds=ttl))
-            conn.execute(
-                "INSERT INTO operator_tokens (id, name, token_sha256, created_by, created_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (token_id, name, digest, actor, _stamp(now), expires),
-            )
-            append_event(
-                conn,
-                "operator_token.created",
-                actor=actor,
-                payload={"token_id": token_id, "name": name, "expires_at": expires},
-            )
-            row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
-            return _operator_from_row(row)
-
-        return IssuedToken(self.db.write(write), token)
+        )
+        return IssuedToken(record, token)
 
     def revoke_operator_token(self, token_id: str, *, actor: str) -> tuple[OperatorTokenRecord, bool]:
         """Revoke an operator token by its ID; returns it and whether this call revoked it."""
         id_v = _check_label("token_id", token_id)
-
-        def write(conn: sqlite3.Connection) -> tuple[OperatorTokenRecord, bool]:
-            row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (id_v,)).fetchone()
-            if row is None:
-                raise NotFound(f"operator token {id_v} does not exist")
-            if row["revoked_at"] is not None:
-                return _operator_from_row(row), False
-            conn.execute(
-                "UPDATE operator_tokens SET revoked_at = ?, revoked_reason = 'revoked by operator'"
-                " WHERE id = ?",
-                (_stamp(self.clock()), id_v),
-            )
-            append_event(
-                conn, "operator_token.revoked", actor=actor, payload={"token_id": id_v, "name": row["name"]}
-            )
-            return _operator_from_row(
-                conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (id_v,)).fetchone()
-            ), True
-
-        return self.db.write(write)
+        return self.db.write(lambda conn: revoke_operator_token_in(conn, id_v, actor=actor, now=self.clock()))
 
     def list_operator_tokens(self) -> list[OperatorTokenRecord]:
         """Every operator token, newest first."""
@@ -512,7 +406,7 @@ class GrantStore:
                 "SELECT * FROM operator_tokens ORDER BY created_at DESC, id DESC"
             ).fetchall()
         )
-        return [_operator_from_row(row) for row in rows]
+        return [operator_from_row(row) for row in rows]
 
     # -- verification --------------------------------------------------------------------------
 
@@ -540,6 +434,6 @@ class GrantStore:
         if row["revoked_at"] is not None:
             raise Unauthenticated("the credential has been revoked")
         expires_at = row["expires_at"]
-        if expires_at is not None and _parse(str(expires_at)) <= self.clock():
+        if expires_at is not None and parse_time(str(expires_at)) <= self.clock():
             raise Unauthenticated("the credential has expired")
-        return _grant_from_row(row) if kind == "grant" else _operator_from_row(row)
+        return _grant_from_row(row) if kind == "grant" else operator_from_row(row)
