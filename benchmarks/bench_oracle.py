@@ -25,6 +25,7 @@ from capabilities.tools import build_registry
 from store import Store, init_project, open_store
 from supervisor.demo import DEMO_PATCH
 from supervisor.image import role_image_tag
+from supervisor.logging import configure_logging
 from supervisor.supervisor import Supervisor
 
 
@@ -124,6 +125,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
+    configure_logging()  # logs to stderr, so stdout holds only the figures
     anyio.run(_run, args.repeat)
 
 
