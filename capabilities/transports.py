@@ -304,18 +304,27 @@ async def serve_asgi(
     port: int = 0,
     uds: str | Path | None = None,
     uds_mode: int = 0o600,
+    on_shutdown: Callable[[], None] | None = None,
     task_status: TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on TCP ``host:port`` or on Unix socket ``uds`` until cancelled.
 
-    ``task_status.started(address)`` fires once requests are accepted. On cancellation uvicorn
-    gets a bounded graceful shutdown; a Unix socket path is removed on the way out.
+    ``task_status.started(address)`` fires once requests are accepted. On cancellation
+    ``on_shutdown`` runs first (an app ends its long-lived streams there, which would otherwise
+    hold up the stop), then uvicorn gets a bounded graceful shutdown; a Unix socket path is
+    removed on the way out.
     """
-    await _serve_listener(app, _listen(host, port, uds, uds_mode), task_status=task_status)
+    await _serve_listener(
+        app, _listen(host, port, uds, uds_mode), on_shutdown=on_shutdown, task_status=task_status
+    )
 
 
 async def _serve_listener(
-    app: Any, listener: _Listener, *, task_status: TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED
+    app: Any,
+    listener: _Listener,
+    *,
+    on_shutdown: Callable[[], None] | None = None,
+    task_status: TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     config = uvicorn.Config(
         app,
@@ -354,6 +363,8 @@ async def _serve_listener(
                 task_status.started(listener.address)
                 await done.wait()
             finally:
+                if on_shutdown is not None:
+                    on_shutdown()
                 server.should_exit = True
                 with anyio.move_on_after(_GRACE_SECONDS * 2, shield=True):
                     await done.wait()
@@ -370,13 +381,14 @@ async def serving(
     port: int = 0,
     uds: str | Path | None = None,
     uds_mode: int = 0o600,
+    on_shutdown: Callable[[], None] | None = None,
 ) -> AsyncIterator[BoundAddress]:
     """Serve ``app`` for the duration of the ``async with`` block; yields the bound address."""
     # Bind here, outside the task group, so a bind error reaches the caller as itself.
     listener = _listen(host, port, uds, uds_mode)
     async with anyio.create_task_group() as tg:
         try:
-            address = await tg.start(partial(_serve_listener, app, listener))
+            address = await tg.start(partial(_serve_listener, app, listener, on_shutdown=on_shutdown))
         except BaseException:
             listener.close()
             raise

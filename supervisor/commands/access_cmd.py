@@ -100,7 +100,7 @@ def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     # Imported here: every other command would otherwise pay for the MCP SDK and uvicorn.
-    from capabilities.http_api.service import build_service_app
+    from capabilities.http_api.service import build_service_app, prepare_shutdown
     from capabilities.transports import check_bind_host, serve_asgi
 
     if args.uds is None:
@@ -109,7 +109,9 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
         app = build_service_app(services, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, the console
         where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
         async with anyio.create_task_group() as tg:
-            address: BoundAddress = await tg.start(partial(serve_asgi, app, **where))
+            address: BoundAddress = await tg.start(
+                partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
+            )
             _announce(address, as_json=args.json)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for received in signals:

@@ -15,7 +15,7 @@ import anyio
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse
+from starlette.responses import PlainTextResponse, StreamingResponse
 from starlette.routing import Route
 
 from capabilities.auth import issue_capability
@@ -198,3 +198,37 @@ async def test_a_launch_app_guards_its_extra_routes_too(
             answer = await client.get("http://localhost/gateway/v1/models")
     assert answer.status_code == 200
     assert answer.text == "memory-oracle-1"
+
+
+async def test_on_shutdown_lets_an_open_stream_end_promptly(services: Services) -> None:
+    release = anyio.Event()
+
+    async def stream(request: Request) -> StreamingResponse:
+        async def body() -> AsyncIterator[bytes]:
+            yield b"start\n"
+            await release.wait()  # a live stream: it ends only when told to
+
+        return StreamingResponse(body())
+
+    app = build_asgi_app(services, extra_routes=[Route("/stream", stream)])
+    chunks: list[bytes] = []
+    # Without on_shutdown the open stream would hold the stop for the whole grace period (5 s).
+    with anyio.fail_after(4):
+        async with (
+            anyio.create_task_group() as tg,
+            serving(app, host="127.0.0.1", on_shutdown=release.set) as address,
+        ):
+            opened = anyio.Event()
+
+            async def reader() -> None:
+                async with (
+                    http_client(address) as client,
+                    client.stream("GET", address.base_url + "/stream") as response,
+                ):
+                    async for chunk in response.aiter_bytes():
+                        chunks.append(chunk)
+                        opened.set()
+
+            tg.start_soon(reader)
+            await opened.wait()
+    assert b"".join(chunks) == b"start\n"
