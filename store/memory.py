@@ -18,16 +18,29 @@ increments ``revision``, and every mutation writes its event in the same transac
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument, NotFound
 from store.events import append_event
 from store.ids import new_id, utc_now_iso
+from store.memory_base import revision_row, task_of_scope
+from store.memory_entry import (
+    ENTRY_COLUMNS,
+    MAX_BODY_CHARS,
+    MAX_QUERY_CHARS,
+    MAX_TITLE_CHARS,
+    MemoryEntry,
+    MemoryRecord,
+    SummaryResult,
+    check_memory_id,
+    entry_from_row,
+    optional_filter,
+    optional_int,
+    require_text,
+)
 
 __all__ = [
     "MAX_BODY_CHARS",
@@ -36,205 +49,13 @@ __all__ = [
     "MemoryRecord",
     "MemoryStore",
     "SummaryResult",
+    "check_memory_id",
+    "entry_from_row",
+    "render_summary",
 ]
 
-MAX_LABEL_CHARS = 200  # scope, kind, status, IDs
-MAX_TITLE_CHARS = 1_000
-MAX_BODY_CHARS = 200_000
-MAX_QUERY_CHARS = 10_000
-_INT64_MAX = 2**63 - 1
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
-# Every stored field but the lower-cased search copies, which callers never need.
-_ENTRY_COLUMNS = ", ".join(
-    f"m.{name}"
-    for name in (
-        "id scope kind title body_md source_event_id importance status created_at updated_at workspace_id"
-        " tags provenance source_session_id source_proposal_id confidence reliability pinned revision"
-        " archived_at resynthesis_status"
-    ).split()
-)
-
-
-@dataclass(frozen=True)
-class MemoryEntry:
-    """One memory entry, every stored field."""
-
-    id: str
-    scope: str
-    kind: str
-    title: str
-    body_md: str
-    source_event_id: int
-    importance: int
-    status: str
-    created_at: str
-    updated_at: str
-    revision: int
-    source_proposal_id: str | None
-    workspace_id: str | None
-    tags: list[Any]
-    provenance: dict[str, Any]
-    source_session_id: str | None
-    confidence: float | None
-    reliability: float | None
-    pinned: bool
-    archived_at: str | None
-    resynthesis_status: str | None
-    score: float | None = None
-
-    def core(self) -> dict[str, Any]:
-        """The projection the memory tools return (core fields plus revision and provenance)."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "scope": self.scope,
-            "kind": self.kind,
-            "title": self.title,
-            "body_md": self.body_md,
-            "source_event_id": self.source_event_id,
-            "importance": self.importance,
-            "status": self.status,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "revision": self.revision,
-            "source_proposal_id": self.source_proposal_id,
-        }
-        if self.score is not None:
-            out["score"] = self.score
-        return out
-
-
-def entry_from_row(row: sqlite3.Row) -> MemoryEntry:
-    """Build a :class:`MemoryEntry` from a ``memory_entries`` row (with an optional score)."""
-    keys = row.keys()
-    score = row["score"] if "score" in keys else None
-    return MemoryEntry(
-        id=row["id"],
-        scope=row["scope"],
-        kind=row["kind"],
-        title=row["title"],
-        body_md=row["body_md"],
-        source_event_id=int(row["source_event_id"] or 0),
-        importance=int(row["importance"]),
-        status=row["status"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        revision=int(row["revision"]),
-        source_proposal_id=row["source_proposal_id"],
-        workspace_id=row["workspace_id"],
-        tags=json.loads(row["tags"] or "[]"),
-        provenance=json.loads(row["provenance"] or "{}"),
-        source_session_id=row["source_session_id"],
-        confidence=row["confidence"],
-        reliability=row["reliability"],
-        pinned=bool(row["pinned"]),
-        archived_at=row["archived_at"],
-        resynthesis_status=row["resynthesis_status"],
-        score=None if score is None else (int(score) if float(score).is_integer() else float(score)),
-    )
-
-
-@dataclass(frozen=True)
-class SummaryResult:
-    """What ``memory.summarize`` answers."""
-
-    entries: list[MemoryEntry]
-    summary_md: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"entries", "entry_count", "summary_md"}``."""
-        return {
-            "entries": [entry.core() for entry in self.entries],
-            "entry_count": len(self.entries),
-            "summary_md": self.summary_md,
-        }
-
-
-def _require_text(name: str, value: object, *, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string")
-    if not value.strip():
-        raise InvalidArgument(f"{name} must not be blank")
-    if len(value) > limit:
-        raise InvalidArgument(f"{name} is longer than {limit} characters")
-    if "\x00" in value:
-        raise InvalidArgument(f"{name} must not contain NUL characters")
-    return value
-
-
-def _optional_int(name: str, value: object, default: int, *, minimum: int | None = None) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{name} must be an integer")
-    if not -_INT64_MAX <= value <= _INT64_MAX:
-        raise InvalidArgument(f"{name} is out of range")
-    if minimum is not None and value < minimum:
-        raise InvalidArgument(f"{name} must be at least {minimum}")
-    return value
-
-
-def _optional_filter(name: str, value: object) -> str | None:
-    """A filter argument: ``None`` or ``""`` means not supplied."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string")
-    if len(value) > MAX_LABEL_CHARS:
-        raise InvalidArgument(f"{name} is longer than {MAX_LABEL_CHARS} characters")
-    return value
-
-
-def check_memory_id(value: object) -> str:
-    """Validate a memory ID argument."""
-    memory_id = _require_text("memory_id", value, limit=MAX_LABEL_CHARS)
-    if not _ID_PATTERN.match(memory_id):
-        raise InvalidArgument("memory_id may hold only letters, digits, '.', '_', ':' and '-'")
-    return memory_id
-
-
-def _task_of_scope(scope: str) -> str | None:
-    return scope if scope.startswith("T-") else None
-
-
-@dataclass(frozen=True)
-class MemoryRecord:
-    """A validated ``memory.record`` input."""
-
-    scope: str
-    kind: str
-    title: str
-    body_md: str
-    source_event_id: int
-    importance: int
-    memory_id: str | None
-    status: str
-
-    @classmethod
-    def validate(
-        cls,
-        *,
-        scope: object,
-        kind: object,
-        title: object,
-        body_md: object,
-        source_event_id: object = None,
-        importance: object = None,
-        memory_id: object = None,
-        status: object = None,
-    ) -> MemoryRecord:
-        """Check every field against the contract; :class:`InvalidArgument` on the first problem."""
-        return cls(
-            scope=_require_text("scope", scope, limit=MAX_LABEL_CHARS),
-            kind=_require_text("kind", kind, limit=MAX_LABEL_CHARS),
-            title=_require_text("title", title, limit=MAX_TITLE_CHARS),
-            body_md=_require_text("body_md", body_md, limit=MAX_BODY_CHARS),
-            source_event_id=_optional_int("source_event_id", source_event_id, 0, minimum=0),
-            importance=_optional_int("importance", importance, 50) or 50,
-            memory_id=None if memory_id is None or memory_id == "" else check_memory_id(memory_id),
-            status="active" if status is None else _require_text("status", status, limit=MAX_LABEL_CHARS),
-        )
 
 
 class MemoryStore:
@@ -278,9 +99,9 @@ class MemoryStore:
         text = query if isinstance(query, str) else ""
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
-        scope_f = _optional_filter("scope", scope)
-        kind_f = _optional_filter("kind", kind)
-        count = _optional_int("limit", limit, 10)
+        scope_f = optional_filter("scope", scope)
+        kind_f = optional_filter("kind", kind)
+        count = optional_int("limit", limit, 10)
         if not isinstance(exclude_stale, bool):
             raise InvalidArgument("exclude_stale must be a boolean")
         if match not in ("substring", "ranked"):
@@ -315,7 +136,7 @@ class MemoryStore:
             where = [*where, "(" + " OR ".join(f"instr({col}, :q) > 0" for col in _LC_COLUMNS) + ")"]
             params = {**params, "q": needle}
         sql = (
-            f"SELECT {_ENTRY_COLUMNS}, {score_sql} AS score FROM memory_entries AS m"
+            f"SELECT {ENTRY_COLUMNS}, {score_sql} AS score FROM memory_entries AS m"
             f" WHERE {' AND '.join(where) or '1'}"
             " ORDER BY score DESC, m.importance DESC, m.id ASC LIMIT :limit"
         )
@@ -329,7 +150,7 @@ class MemoryStore:
         # Any-word semantics: each distinct word is a quoted FTS5 string, OR-ed together.
         expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
         sql = (
-            f"SELECT {_ENTRY_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts"
+            f"SELECT {ENTRY_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts"
             " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
             f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
             " ORDER BY bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
@@ -348,9 +169,9 @@ class MemoryStore:
     ) -> SummaryResult:
         """``memory.summarize``: every supplied filter must equal the entry's scope."""
         filters = {
-            "scope": _optional_filter("scope", scope),
-            "task_id": _optional_filter("task_id", task_id),
-            "proposal_id": _optional_filter("proposal_id", proposal_id),
+            "scope": optional_filter("scope", scope),
+            "task_id": optional_filter("task_id", task_id),
+            "proposal_id": optional_filter("proposal_id", proposal_id),
         }
         where = ["status != 'stale'"]
         params: dict[str, Any] = {}
@@ -361,7 +182,7 @@ class MemoryStore:
         if allowed_scopes is not None:
             where.append(_in_clause("m.scope", "allowed", sorted(allowed_scopes), params))
         sql = (
-            f"SELECT {_ENTRY_COLUMNS} FROM memory_entries AS m WHERE {' AND '.join(where)}"
+            f"SELECT {ENTRY_COLUMNS} FROM memory_entries AS m WHERE {' AND '.join(where)}"
             " ORDER BY importance DESC, id ASC"
         )
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
@@ -422,7 +243,7 @@ class MemoryStore:
     def mark_stale(self, *, memory_id: object, reason_md: object, actor: str) -> MemoryEntry:
         """``memory.mark_stale``: status ``stale`` and the reason appended to the body."""
         id_v = check_memory_id(memory_id)
-        reason_v = _require_text("reason_md", reason_md, limit=MAX_TITLE_CHARS * 10)
+        reason_v = require_text("reason_md", reason_md, limit=MAX_TITLE_CHARS * 10)
 
         def write(conn: sqlite3.Connection) -> MemoryEntry:
             row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
@@ -441,14 +262,21 @@ class MemoryStore:
                 " revision = ? WHERE id = ?",
                 (new_body, new_body.lower(), now, revision, id_v),
             )
-            _append_revision(
-                conn, id_v, revision, row["title"], new_body, actor=actor, reason=reason_v, now=now
+            revision_row(
+                conn,
+                id_v,
+                revision,
+                title=row["title"],
+                body_md=new_body,
+                reason=reason_v,
+                actor=actor,
+                now=now,
             )
             append_event(
                 conn,
                 "memory.marked_stale",
                 actor=actor,
-                task_id=_task_of_scope(row["scope"]),
+                task_id=task_of_scope(row["scope"]),
                 payload={"memory_id": id_v, "reason_md": reason_v, "revision": revision},
             )
             return entry_from_row(
@@ -503,7 +331,7 @@ def _write_record(
                 *lowered,
             ),
         )
-        _append_revision(conn, entry_id, 1, title_v, body_v, actor=actor, reason="created", now=now)
+        revision_row(conn, entry_id, 1, title=title_v, body_md=body_v, reason="created", actor=actor, now=now)
         created = True
     else:
         entry_id = existing["id"]
@@ -530,8 +358,15 @@ def _write_record(
             ),
         )
         if changed:
-            _append_revision(
-                conn, entry_id, revision, title_v, body_v, actor=actor, reason="recorded", now=now
+            revision_row(
+                conn,
+                entry_id,
+                revision,
+                title=title_v,
+                body_md=body_v,
+                reason="recorded",
+                actor=actor,
+                now=now,
             )
         created = False
     row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry_id,)).fetchone()
@@ -540,7 +375,7 @@ def _write_record(
         conn,
         "memory.recorded",
         actor=actor,
-        task_id=_task_of_scope(scope_v),
+        task_id=task_of_scope(scope_v),
         proposal_id=source_proposal_id,
         payload={
             "memory_id": entry_id,
@@ -553,35 +388,6 @@ def _write_record(
         },
     )
     return entry
-
-
-def _append_revision(
-    conn: sqlite3.Connection,
-    memory_id: str,
-    revision: int,
-    title: str,
-    body_md: str,
-    *,
-    actor: str,
-    reason: str | None,
-    now: str,
-    provenance: dict[str, Any] | None = None,
-) -> None:
-    conn.execute(
-        "INSERT INTO memory_revisions (id, memory_id, revision, title, body_md, reason, actor, provenance,"
-        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            f"{memory_id}-r{revision}",
-            memory_id,
-            revision,
-            title,
-            body_md,
-            reason,
-            actor,
-            json.dumps(provenance or {}, sort_keys=True),
-            now,
-        ),
-    )
 
 
 def render_summary(label: str, entries: list[MemoryEntry]) -> str:
