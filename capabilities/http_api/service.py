@@ -38,7 +38,7 @@ from capabilities.transports import build_asgi_app
 from store.errors import RoundtableError
 from store.memory_actions import Synthesizer, lexical_resynthesis
 
-__all__ = ["API_PREFIX", "WebService", "build_service_app"]
+__all__ = ["API_PREFIX", "WebService", "build_service_app", "prepare_shutdown"]
 
 API_PREFIX = "/api/v1"
 _log = structlog.get_logger("roundtable.web")
@@ -71,6 +71,10 @@ class WebService:
         self.write_timeout = write_timeout
         self.console = console
         self._resynthesis_wake = anyio.Event()
+
+    def close_streams(self) -> None:
+        """End the live streams so a server shutdown need not wait for them (see :func:`prepare_shutdown`)."""
+        self.broadcaster.close()
 
     def changed(self) -> None:
         """Something was committed by this process: stream it and look for work now."""
@@ -142,9 +146,18 @@ def build_service_app(
 ) -> Starlette:
     """The whole ``roundtable serve`` application: ``/mcp``, ``/api/v1`` and the console."""
     service = web or WebService(services)
-    return build_asgi_app(
+    app = build_asgi_app(
         services,
         extra_routes=[*extra_routes, *service.routes()],
         extra_lifespans=[service.lifespan],
         allowed_hosts=allowed_hosts,
     )
+    app.state.web_service = service
+    return app
+
+
+def prepare_shutdown(app: Any) -> None:
+    """Call before stopping the server: ends open event streams (they would hold up a graceful stop)."""
+    service = getattr(getattr(app, "state", None), "web_service", None)
+    if isinstance(service, WebService):
+        service.close_streams()

@@ -66,6 +66,7 @@ class EventBroadcaster:
         self._subscribers: set[Subscriber] = set()
         self._wake = anyio.Event()
         self._membership = anyio.Event()
+        self._closed = False
 
     @property
     def subscriber_count(self) -> int:
@@ -89,6 +90,9 @@ class EventBroadcaster:
         """Register a client; live delivery starts after the current position."""
         send, receive = anyio.create_memory_object_stream[Event](self.queue_size)
         subscriber = Subscriber(send, receive, live_from=self.position)
+        if self._closed:
+            send.close()  # shutting down: the stream ends at once
+            return subscriber
         self._subscribers.add(subscriber)
         self._members_changed()
         self.poke()
@@ -99,6 +103,18 @@ class EventBroadcaster:
         self._subscribers.discard(subscriber)
         subscriber.send.close()
         subscriber.receive.close()
+        self._members_changed()
+
+    def close(self) -> None:
+        """End every stream now and refuse new ones (server shutdown).
+
+        uvicorn waits for open responses before it shuts the application down, and a stream never
+        ends on its own; ending them here lets the shutdown be prompt and clean.
+        """
+        self._closed = True
+        for subscriber in list(self._subscribers):
+            subscriber.send.close()
+        self._subscribers.clear()
         self._members_changed()
 
     def _fan_out(self, event: Event) -> None:
@@ -138,10 +154,14 @@ class EventBroadcaster:
             self._wake = anyio.Event()
 
 
-def format_event(event: Event) -> bytes:
-    """One server-sent event: ``id``, ``event`` (the type) and the JSON ``data``."""
+def format_event(event: Event, *, named: bool = True) -> bytes:
+    """One server-sent event: ``id``, ``event`` (the type, when ``named``) and the JSON ``data``.
+
+    Unnamed events reach a browser's ``EventSource.onmessage``; the type is in the data too.
+    """
     data = json.dumps(event.to_dict(), ensure_ascii=False, separators=(",", ":"))
-    return f"id: {event.id}\nevent: {event.type}\ndata: {data}\n\n".encode()
+    name = f"event: {event.type}\n" if named else ""
+    return f"id: {event.id}\n{name}data: {data}\n\n".encode()
 
 
 Authorize = Callable[[Request], Awaitable[None]]
@@ -157,8 +177,10 @@ class EventStreamEndpoint:
         *,
         write_timeout: float = 10.0,
         heartbeat: float = 15.0,
+        named_events: bool = True,
     ):
         self.broadcaster = broadcaster
+        self.named_events = named_events
         self.authorize = authorize
         self.write_timeout = write_timeout
         self.heartbeat = heartbeat
@@ -248,7 +270,7 @@ class EventStreamEndpoint:
             if not page:
                 break
             for old in page:
-                await self._write(send, format_event(old))
+                await self._write(send, format_event(old, named=self.named_events))
             sent = page[-1].id
         sent = max(sent, subscriber.live_from)
         while True:
@@ -258,7 +280,7 @@ class EventStreamEndpoint:
             if event is None:
                 await self._write(send, b": keepalive\n\n")
             elif event.id > sent and (proposal_id is None or event.proposal_id == proposal_id):
-                await self._write(send, format_event(event))
+                await self._write(send, format_event(event, named=self.named_events))
                 sent = event.id
         with anyio.fail_after(self.write_timeout):
             await send({"type": "http.response.body", "body": b"", "more_body": False})

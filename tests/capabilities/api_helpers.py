@@ -7,12 +7,13 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
 import httpx2
 
-from capabilities.http_api import WebService, build_service_app
+from capabilities.http_api import WebService, build_service_app, prepare_shutdown
 from capabilities.services import Services
 from capabilities.transports import BoundAddress, serving
 from store import Store, append_event
@@ -61,7 +62,9 @@ async def running_api(
         token = store.grants.mint_operator_token(name=name, actor="operator").token
     service = web or WebService(services)
     where: dict[str, Any] = {"uds": uds} if uds else {"host": "127.0.0.1"}
-    async with serving(build_service_app(services, web=service), **where) as address:
+    app = build_service_app(services, web=service)
+    # As `roundtable serve` does: open streams end first, so the shutdown is prompt.
+    async with serving(app, on_shutdown=partial(prepare_shutdown, app), **where) as address:
         transport = httpx2.AsyncHTTPTransport(uds=uds) if uds else None
         async with httpx2.AsyncClient(
             transport=transport,
