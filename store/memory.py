@@ -306,8 +306,13 @@ def _write_record(
     existing = None
     if id_v is not None:
         existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
-    if existing is not None and allowed_scopes is not None and existing["scope"] not in allowed_scopes:
-        raise Forbidden(f"memory entry {id_v} lies outside this capability's scopes")
+    if existing is not None and allowed_scopes is not None:
+        # A capability replaces only what its own proposal recorded, checked inside the write so
+        # that no entry created meanwhile under the same ID can slip past.
+        if existing["scope"] not in allowed_scopes:
+            raise Forbidden(f"memory entry {id_v} lies outside this capability's scopes")
+        if existing["source_proposal_id"] != source_proposal_id:
+            raise Forbidden(f"memory entry {id_v} was not recorded for this capability's proposal")
     lowered = (title_v.lower(), body_v.lower(), scope_v.lower(), kind_v.lower())
     if existing is None:
         entry_id = id_v or new_id("memory")

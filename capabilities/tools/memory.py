@@ -123,9 +123,9 @@ async def _refuse_foreign_entry(call: ToolCall, memory_id: str) -> None:
     """A capability may replace only entries its own proposal recorded.
 
     The project's durable decisions are not the oracle's to rewrite: a patch under review could
-    talk the model into "updating" the very constraint it breaks. The store re-checks the scope
-    inside the write; this check reads first, so an entry the operator creates under the same
-    ID in the meantime could still be replaced (IDs are the caller's choice; see the docs).
+    talk the model into "updating" the very constraint it breaks. This early check makes a
+    foreign ID ``forbidden`` whatever else is wrong with the call; the store checks the same rule
+    again inside its write transaction, so an entry created meanwhile cannot slip past.
     """
     grant = call.principal.grant
     assert grant is not None
