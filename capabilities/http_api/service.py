@@ -24,7 +24,8 @@ from anyio.abc import TaskStatus
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.types import Scope
 
 from capabilities.console import console_routes
 from capabilities.http_api.boundary import operator_of
@@ -42,6 +43,29 @@ __all__ = ["API_PREFIX", "WebService", "build_service_app", "prepare_shutdown"]
 
 API_PREFIX = "/api/v1"
 _log = structlog.get_logger("roundtable.web")
+
+
+class _PrefixMount(Mount):
+    """A mount that owns every path under its prefix, whatever characters follow.
+
+    Starlette's ``Mount`` matches with ``.*``, which stops at a newline, so ``/api/v1/x%0A`` would
+    fall through to the console and answer plain text; here the API's JSON errors answer it.
+    """
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        """Starlette's match, extended to every path that starts with the prefix."""
+        match, child = super().matches(scope)
+        path = str(scope.get("path", ""))
+        if match is Match.NONE and scope["type"] == "http" and path.startswith(self.path + "/"):
+            root_path = scope.get("root_path", "")
+            child = {
+                "path_params": dict(scope.get("path_params", {})),
+                "app_root_path": scope.get("app_root_path", root_path),
+                "root_path": root_path + self.path,
+                "endpoint": self.app,
+            }
+            match = Match.FULL
+        return match, child
 
 
 class WebService:
@@ -102,7 +126,7 @@ class WebService:
     def routes(self) -> list[BaseRoute]:
         """Everything this service serves beside ``/mcp``: the API mount, then the console."""
         api = Starlette(routes=self.api_routes(), exception_handlers=EXCEPTION_HANDLERS)
-        routes: list[BaseRoute] = [Mount(API_PREFIX, app=api)]
+        routes: list[BaseRoute] = [_PrefixMount(API_PREFIX, app=api)]
         if self.console:
             routes += console_routes(self.services, self.broadcaster, changed=self.changed)
         return routes

@@ -33,6 +33,9 @@ async def test_error_shape_is_one_json_object_everywhere(services: Services) -> 
     async with running_api(services) as api:
         assert_error(await api.client.get("/memories/M-none"), 404, "memory_not_found")
         assert_error(await api.client.get("/no-such-route"), 404, "not_found")
+        # A newline in the path (found by the schemathesis run) still answers in JSON.
+        assert_error(await api.client.get("/memories/M-1%0A/diff"), 404, "memory_not_found")
+        assert_error(await api.client.get("/no%0Aroute"), 404, "not_found")
         assert_error(await api.client.delete("/memories"), 405, "method_not_allowed")
         assert_error(await api.client.get("/memories", params={"limit": "x"}), 400, "invalid_argument")
         assert_error(await api.client.post("/memories", content=b"{not json"), 400, "invalid_argument")
