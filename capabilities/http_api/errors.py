@@ -20,7 +20,15 @@ from starlette.responses import Response
 
 from store.errors import InternalError, InvalidArgument, NotFound, RoundtableError
 
-__all__ = ["EXCEPTION_HANDLERS", "MethodNotAllowed", "endpoint", "error_response", "json_response"]
+__all__ = [
+    "EXCEPTION_HANDLERS",
+    "MethodNotAllowed",
+    "encode_json",
+    "encoded",
+    "endpoint",
+    "error_response",
+    "json_response",
+]
 
 _log = structlog.get_logger("roundtable.http")
 
@@ -37,13 +45,23 @@ class MethodNotAllowed(RoundtableError):
 _SECURITY_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
 
 
+def encode_json(body: Mapping[str, Any]) -> bytes:
+    """The bytes of a JSON answer."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+def encoded(fn: Callable[..., Mapping[str, Any]], /, *args: Any, **kwargs: Any) -> bytes:
+    """Call ``fn`` and encode its answer: run it through ``Database.run`` so that a large answer is
+    built *and* serialised on a worker thread, never on the event loop."""
+    return encode_json(fn(*args, **kwargs))
+
+
 def json_response(
-    body: Mapping[str, Any], status: int = 200, headers: Mapping[str, str] | None = None
+    body: Mapping[str, Any] | bytes, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> Response:
     """A JSON answer (never cached: every answer depends on the caller and the moment)."""
-    text = json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     return Response(
-        text.encode("utf-8"),
+        body if isinstance(body, bytes) else encode_json(body),
         status_code=status,
         media_type="application/json",
         headers={**_SECURITY_HEADERS, **(headers or {})},

@@ -22,7 +22,7 @@ from capabilities.http_api.boundary import (
     query_int,
     query_text,
 )
-from capabilities.http_api.errors import endpoint, json_response
+from capabilities.http_api.errors import encoded, endpoint, json_response
 from capabilities.http_api.models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
 from capabilities.services import Services
 from store.errors import InvalidArgument
@@ -46,6 +46,7 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
     async def list_memories(request: Request) -> Response:
         operator_of(request)
         answer = await run(
+            encoded,
             admin.list,
             q=query_text(request, "q"),
             scope=query_text(request, "scope"),
@@ -66,7 +67,9 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
     async def get_memory(request: Request) -> Response:
         operator_of(request)
         follow = query_bool(request, "follow_aliases")
-        return json_response(await run(admin.get, request.path_params["memory_id"], follow_aliases=follow))
+        return json_response(
+            await run(encoded, admin.get, request.path_params["memory_id"], follow_aliases=follow)
+        )
 
     async def create_revision(request: Request) -> Response:
         ctx = await mutation_context(request)
@@ -84,11 +87,12 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
 
     async def list_revisions(request: Request) -> Response:
         operator_of(request)
-        return json_response(await run(admin.revisions, request.path_params["memory_id"]))
+        return json_response(await run(encoded, admin.revisions, request.path_params["memory_id"]))
 
     async def diff(request: Request) -> Response:
         operator_of(request)
         answer = await run(
+            encoded,
             admin.diff,
             request.path_params["memory_id"],
             query_text(request, "from") or "1",
@@ -98,13 +102,15 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
 
     async def graph(request: Request) -> Response:
         operator_of(request)
-        return json_response(await run(admin.graph, request.path_params["memory_id"]))
+        return json_response(await run(encoded, admin.graph, request.path_params["memory_id"]))
 
     async def source_chain(request: Request) -> Response:
         operator_of(request)
         depth = query_int(request, "depth", default=1)
         assert depth is not None
-        return json_response(await run(admin.source_chain, request.path_params["memory_id"], depth=depth))
+        return json_response(
+            await run(encoded, admin.source_chain, request.path_params["memory_id"], depth=depth)
+        )
 
     def _target(request: Request) -> str:
         target = query_text(request, "target_id", limit=200)

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from capabilities.http_api.boundary import operator_of, query_int, query_text
-from capabilities.http_api.errors import endpoint, json_response
+from capabilities.http_api.errors import encoded, endpoint, json_response
 from capabilities.services import Services
 from store import Store
 from store.errors import InvalidArgument, NotFound
@@ -85,11 +85,11 @@ def work_routes(services: Services) -> list[Route]:
 
     async def get_proposal(request: Request) -> Response:
         operator_of(request)
-        return json_response(await run(proposal_detail, store, request.path_params["proposal_id"]))
+        return json_response(await run(encoded, proposal_detail, store, request.path_params["proposal_id"]))
 
     async def timeline(request: Request) -> Response:
         operator_of(request)
-        return json_response(await run(store.timeline.timeline, request.path_params["proposal_id"]))
+        return json_response(await run(encoded, store.timeline.timeline, request.path_params["proposal_id"]))
 
     async def patch(request: Request) -> Response:
         operator_of(request)
