@@ -1,19 +1,15 @@
-"""Memory administration for the HTTP API and the console: create, list, detail, and the facade.
+"""Memory administration for the HTTP API and the console: the facade, list and detail.
 
-:class:`MemoryAdmin` gathers every operation of the memory routes (CONTRACTS, "HTTP API"); the
-history, link and action operations live in :mod:`store.memory_history`,
-:mod:`store.memory_links` and :mod:`store.memory_actions`. Each mutation is validated first,
-then runs as one write transaction that makes the change, appends its event and its audit row,
-and (with an ``Idempotency-Key``) stores its answer, all or nothing.
+:class:`MemoryAdmin` gathers every operation of the memory routes (CONTRACTS, "HTTP API"); create
+lives in :mod:`store.memory_create`, history in :mod:`store.memory_history`, aliases, sources and
+merges in :mod:`store.memory_links`, state actions and resynthesis in :mod:`store.memory_actions`.
+Each mutation is validated first, then runs as one write transaction that makes the change,
+appends its event and its audit row, and (with an ``Idempotency-Key``) stores its answer, all or
+nothing.
 
-Fixed here against the seed:
-
-- create checks ``confidence``/``reliability`` lie in 0..1 (default 0.5), writes revision 1 to
-  the history and a provenance edge for each ``provenance.sources`` item, and redacts the title
-  as well as the body (and tags and provenance);
-- list matches ``q`` as a literal, case-insensitive substring of the title or body: it uses
-  ``instr`` on the lower-cased shadow columns, never ``LIKE``, so ``%`` and ``_`` are plain
-  characters. The cursor is opaque (base64 of the last ``(created_at, id)``).
+Fixed here against the seed: list matches ``q`` as a literal, case-insensitive substring of the
+title or body: it uses ``instr`` on the lower-cased shadow columns, never ``LIKE``, so ``%`` and
+``_`` are plain characters. The cursor is opaque (base64 of the last ``(created_at, id)``).
 """
 
 from __future__ import annotations
@@ -22,237 +18,25 @@ import base64
 import binascii
 import builtins
 import json
-import math
 import sqlite3
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from store.db import Database
 from store.errors import Conflict, InvalidArgument
 from store.idempotency import Committed, IdempotencyClaim, commit
-from store.ids import new_id, utc_now_iso
 from store.memory_actions import ACTIONS, Synthesizer, act_in, fulfil_resynthesis, request_resynthesis_in
-from store.memory_base import (
-    MAX_LABEL_CHARS,
-    load_memory,
-    memory_view,
-    record_change,
-    require_text,
-    revision_row,
-    valid_memory_id,
-)
+from store.memory_base import load_memory, memory_view, require_text, valid_memory_id
+from store.memory_create import NewMemory, create_in
 from store.memory_history import diff_revisions, list_revisions, prepare_revision
 from store.memory_links import alias_graph, merge_in, merge_legacy_in, resolve_aliases, source_chain
-from store.redaction import redact, redact_json
 
 __all__ = ["MAX_PAGE", "MemoryAdmin", "NewMemory", "decode_cursor", "encode_cursor"]
 
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
-MAX_TITLE_CHARS = 1_000
-MAX_BODY_CHARS = 200_000
-MAX_TAGS = 100
-MAX_SOURCES = 100
-MAX_PROVENANCE_BYTES = 64 * 1024
 MAX_QUERY_CHARS = 1_000
-_INT64 = 2**63 - 1
-_INVALID = "invalid_memory"
-
-
-@dataclass(frozen=True)
-class NewMemory:
-    """A validated, redacted ``POST /memories`` body."""
-
-    scope: str
-    kind: str
-    title: str
-    body_md: str
-    tags: list[str]
-    provenance: dict[str, Any]
-    sources: list[tuple[str, str, str]]
-    source_event_id: int
-    source_session_id: str | None
-    source_proposal_id: str | None
-    confidence: float
-    reliability: float
-    importance: int
-
-    @classmethod
-    def validate(cls, fields: Mapping[str, Any]) -> NewMemory:
-        """Check every field; :class:`InvalidArgument` with code ``invalid_memory`` on the first problem."""
-        known = {
-            "scope",
-            "kind",
-            "title",
-            "body_md",
-            "tags",
-            "provenance",
-            "source_event_id",
-            "source_session_id",
-            "source_proposal_id",
-            "confidence",
-            "reliability",
-            "importance",
-        }
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            raise InvalidArgument(f"unknown field(s): {', '.join(unknown)}", code=_INVALID)
-        provenance = _provenance(fields.get("provenance"))
-        return cls(
-            scope=require_text("scope", fields.get("scope"), code=_INVALID, limit=MAX_LABEL_CHARS),
-            kind=require_text("kind", fields.get("kind"), code=_INVALID, limit=MAX_LABEL_CHARS),
-            title=redact(require_text("title", fields.get("title"), code=_INVALID, limit=MAX_TITLE_CHARS)),
-            body_md=redact(
-                require_text("body_md", fields.get("body_md"), code=_INVALID, limit=MAX_BODY_CHARS)
-            ),
-            tags=[redact(tag) for tag in _tags(fields.get("tags"))],
-            provenance=redact_json(provenance),
-            sources=_sources(provenance),
-            source_event_id=_integer("source_event_id", fields.get("source_event_id"), 0, minimum=0),
-            source_session_id=_optional_label("source_session_id", fields.get("source_session_id")),
-            source_proposal_id=_optional_label("source_proposal_id", fields.get("source_proposal_id")),
-            confidence=_unit("confidence", fields.get("confidence")),
-            reliability=_unit("reliability", fields.get("reliability")),
-            importance=_integer("importance", fields.get("importance"), 50),
-        )
-
-
-def _unit(name: str, value: object) -> float:
-    if value is None:
-        return 0.5
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidArgument(f"{name} must be a number from 0 to 1", code=_INVALID)
-    number = float(value)
-    if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise InvalidArgument(f"{name} must lie between 0 and 1", code=_INVALID)
-    return number
-
-
-def _integer(name: str, value: object, default: int, *, minimum: int = -_INT64) -> int:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= _INT64:
-        raise InvalidArgument(f"{name} must be an integer of at least {minimum}", code=_INVALID)
-    return value
-
-
-def _optional_label(name: str, value: object) -> str | None:
-    if value is None or value == "":
-        return None
-    return require_text(name, value, code=_INVALID, limit=MAX_LABEL_CHARS)
-
-
-def _tags(value: object) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or len(value) > MAX_TAGS:
-        raise InvalidArgument(f"tags must be a list of at most {MAX_TAGS} strings", code=_INVALID)
-    return [require_text("tags[]", tag, code=_INVALID, limit=MAX_LABEL_CHARS) for tag in value]
-
-
-def _provenance(value: object) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InvalidArgument("provenance must be an object", code=_INVALID)
-    try:
-        size = len(json.dumps(value).encode("utf-8"))
-    except (TypeError, ValueError, UnicodeEncodeError):
-        raise InvalidArgument("provenance must be plain JSON", code=_INVALID) from None
-    if size > MAX_PROVENANCE_BYTES:
-        raise InvalidArgument(f"provenance is larger than {MAX_PROVENANCE_BYTES} bytes", code=_INVALID)
-    return value
-
-
-def _sources(provenance: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``provenance.sources``: ``[{"type", "id", "relation"?}]`` -> ``(type, id, relation)``."""
-    raw = provenance.get("sources")
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or len(raw) > MAX_SOURCES:
-        raise InvalidArgument(
-            f"provenance.sources must be a list of at most {MAX_SOURCES} items", code=_INVALID
-        )
-    out = []
-    for index, item in enumerate(raw):
-        where = f"provenance.sources[{index}]"
-        if not isinstance(item, dict):
-            raise InvalidArgument(f'{where} must be an object {{"type", "id", "relation"?}}', code=_INVALID)
-        source_id = item.get("id")
-        if isinstance(source_id, int) and not isinstance(source_id, bool):
-            source_id = str(source_id)
-        out.append(
-            (
-                require_text(f"{where}.type", item.get("type"), code=_INVALID, limit=MAX_LABEL_CHARS),
-                redact(require_text(f"{where}.id", source_id, code=_INVALID, limit=MAX_LABEL_CHARS)),
-                require_text(
-                    f"{where}.relation",
-                    item.get("relation", "derived_from"),
-                    code=_INVALID,
-                    limit=MAX_LABEL_CHARS,
-                ),
-            )
-        )
-    return out
-
-
-def _create_in(conn: sqlite3.Connection, new: NewMemory, *, actor: str) -> dict[str, Any]:
-    memory_id, now = new_id("memory"), utc_now_iso()
-    conn.execute(
-        "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id, importance, status,"
-        " created_at, updated_at, tags, provenance, source_session_id, source_proposal_id, confidence,"
-        " reliability, pinned, revision, lc_title, lc_body, lc_scope, lc_kind)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?)",
-        (
-            memory_id,
-            new.scope,
-            new.kind,
-            new.title,
-            new.body_md,
-            new.source_event_id or None,
-            new.importance,
-            now,
-            now,
-            json.dumps(new.tags),
-            json.dumps(new.provenance, sort_keys=True),
-            new.source_session_id,
-            new.source_proposal_id,
-            new.confidence,
-            new.reliability,
-            new.title.lower(),
-            new.body_md.lower(),
-            new.scope.lower(),
-            new.kind.lower(),
-        ),
-    )
-    revision_row(
-        conn,
-        memory_id,
-        1,
-        title=new.title,
-        body_md=new.body_md,
-        reason="created",
-        actor=actor,
-        now=now,
-        provenance={"via": "http", "sources": len(new.sources)},
-    )
-    conn.executemany(
-        "INSERT INTO memory_provenance_edges (memory_id, source_type, source_id, relation, created_at)"
-        " VALUES (?, ?, ?, ?, ?)",
-        [(memory_id, kind, source, relation, now) for kind, source, relation in new.sources],
-    )
-    record_change(
-        conn,
-        "memory.recorded",
-        actor=actor,
-        memory_id=memory_id,
-        scope=new.scope,
-        payload={"scope": new.scope, "kind": new.kind, "title": new.title, "revision": 1, "created": True},
-        action="memory.created",
-    )
-    return {"memory": memory_view(load_memory(conn, memory_id))}
 
 
 def encode_cursor(created_at: str, memory_id: str) -> str:
@@ -303,7 +87,7 @@ class MemoryAdmin:
     ) -> Committed:
         """``POST /memories``: 201 ``{"memory"}``."""
         new = NewMemory.validate(fields)
-        return self._commit(partial(_create_in, new=new, actor=actor), claim, 201)
+        return self._commit(partial(create_in, new=new, actor=actor), claim, 201)
 
     def list(
         self,

@@ -27,7 +27,6 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import Scope
 
-from capabilities.console import console_routes
 from capabilities.http_api.boundary import operator_of
 from capabilities.http_api.errors import EXCEPTION_HANDLERS, endpoint, json_response
 from capabilities.http_api.memories import memory_routes
@@ -128,6 +127,10 @@ class WebService:
         api = Starlette(routes=self.api_routes(), exception_handlers=EXCEPTION_HANDLERS)
         routes: list[BaseRoute] = [_PrefixMount(API_PREFIX, app=api)]
         if self.console:
+            # Imported here: the console is built on this package's modules, so importing it at
+            # the top would make `import capabilities.console` circular.
+            from capabilities.console import console_routes
+
             routes += console_routes(self.services, self.broadcaster, changed=self.changed)
         return routes
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -192,3 +194,20 @@ async def test_unknown_pages_answer_html_errors(services: Services) -> None:
         assert (await client.get("/proposals/P-none")).status_code == 404
         assert (await client.get("/static/secret.txt")).status_code == 404
         assert (await client.get("/static/console.css")).headers["content-type"].startswith("text/css")
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "capabilities.console",
+        "capabilities.console.pages",
+        "capabilities.http_api",
+        "capabilities.http_api.stream",
+    ],
+)
+def test_each_web_module_imports_on_its_own(module: str) -> None:
+    """No import cycle between the API and the console, whichever is imported first."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
