@@ -23,6 +23,36 @@ from tests.conftest import REPO_ROOT
 pytestmark = pytest.mark.anyio
 
 CHROMIUM = "/usr/bin/chromium"
+# WCAG 2 contrast of every element's own text against its effective background: the lowest ratio
+# on the page and where it is.
+_LOWEST_CONTRAST = """() => {
+  const rgb = (text) => (text.match(/[\\d.]+/g) || []).map(Number);
+  const luminance = ([r, g, b]) => {
+    const c = [r, g, b].map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  let worst = {ratio: 99, where: ""};
+  for (const el of document.body.querySelectorAll("*")) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || el.offsetParent === null) continue;
+    const a = luminance(rgb(getComputedStyle(el).color)), b = luminance(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    if (ratio < worst.ratio) {
+      worst = {ratio, where: el.tagName + "." + el.className + ": " + el.textContent.trim().slice(0, 40)};
+    }
+  }
+  return worst;
+}"""
 ARTIFACTS = REPO_ROOT / "test-artifacts"
 LAPTOP = ViewportSize(width=1366, height=768)
 
@@ -165,6 +195,9 @@ async def test_the_console_is_accessible_and_readable_on_a_laptop(
             overflow = await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 0, (path, overflow)
             assert await page.evaluate("() => document.documentElement.lang") == "en"
+            # Text contrast meets WCAG AA (4.5:1) everywhere on the page.
+            lowest = await page.evaluate(_LOWEST_CONTRAST)
+            assert lowest["ratio"] >= 4.5, (path, lowest)
         # Keyboard users can skip to the content.
         await page.keyboard.press("Tab")
         await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
