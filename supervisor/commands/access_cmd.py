@@ -100,13 +100,16 @@ def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     # Imported here: every other command would otherwise pay for the MCP SDK and uvicorn.
-    from capabilities.http_api.service import build_service_app, prepare_shutdown
+    from capabilities.http_api.service import WebService, build_service_app, prepare_shutdown
     from capabilities.transports import check_bind_host, serve_asgi
+    from supervisor.resynthesis import synthesizer_for
 
     if args.uds is None:
         check_bind_host(args.host, allow_remote=args.allow_remote)
     with open_services(args.root) as services:
-        app = build_service_app(services, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, the console
+        synthesizer, provider = synthesizer_for(services.store.config)
+        web = WebService(services, synthesizer=synthesizer, provider=provider)
+        app = build_service_app(services, web=web, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, console
         where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
         async with anyio.create_task_group() as tg:
             address: BoundAddress = await tg.start(
