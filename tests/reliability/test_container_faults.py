@@ -10,12 +10,15 @@ one-by-one tests with exact reasons live in ``tests/e2e/test_oracle_launch.py``,
 
 from __future__ import annotations
 
+import gc
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import docker
 import pytest
 
 from store import LaunchFailed, Store
@@ -90,8 +93,17 @@ def _account(
     )
 
 
+_SOCKET_LEAK = pytest.mark.xfail(
+    strict=True,
+    reason="reading the logs of a container removed from outside leaks the engine socket "
+    "(supervisor/docker_client.py logs stream not closed)",
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", list(_REAL))
+@pytest.mark.parametrize(
+    "kind", [pytest.param(k, marks=_SOCKET_LEAK) if k == "removed_from_outside" else k for k in _REAL]
+)
 async def test_real_container_faults_end_cleanly(
     kind: str, scene: ReviewScene, store: Store, docker_sdk: Any, role_image_tag: str, reliability: Summary
 ) -> None:
@@ -110,8 +122,13 @@ async def test_real_container_faults_end_cleanly(
         label = f"{LABEL_LAUNCH}={launch_ids[0]}"
 
         def remove() -> None:  # what `docker rm -f` does, from outside the supervisor
-            for container in docker_sdk.containers.list(all=True, filters={"label": label}):
-                container.remove(force=True)
+            # Its own client, opened and closed in this thread (no pooled socket left to the GC).
+            outside = docker.from_env()
+            try:
+                for container in outside.containers.list(all=True, filters={"label": label}):
+                    container.remove(force=True)
+            finally:
+                outside.close()
 
         await anyio.to_thread.run_sync(remove)
 
@@ -123,7 +140,14 @@ async def test_real_container_faults_end_cleanly(
                 result = await supervisor.launch_role(
                     "memory_oracle", scene.proposal_id, timeout=deadline, on_phase=on_phase
                 )
+    with warnings.catch_warnings(record=True) as caught:  # an engine socket nobody closed
+        warnings.simplefilter("always", ResourceWarning)
+        gc.collect()
+    leaked = [str(w.message) for w in caught if "docker.sock" in str(w.message)]
     _account(store, docker_sdk, result.launch.id, kind, expected, reliability)
+    if leaked:
+        reliability.problems.append(f"{kind}: {len(leaked)} Docker engine socket(s) left open")
+    assert not leaked, leaked
 
 
 _FAKE: dict[str, tuple[str, list[BaseException], set[str]]] = {
