@@ -157,13 +157,13 @@ class SdkDockerBackend:
         return dict(self._api.inspect_container(container))
 
     def logs(self, container: str, *, tail_lines: int) -> Iterator[bytes]:
-        stream = self._api.logs(
-            container, stdout=True, stderr=True, stream=True, follow=False, tail=tail_lines
+        # Not streamed: on an error answer (a container removed from outside, say) the SDK raises
+        # before handing back a streamed response, which then keeps its socket open. The engine
+        # caps a role's log file at 1 MB (LOG_CONFIG), so the whole tail fits in memory.
+        data = self._api.logs(
+            container, stdout=True, stderr=True, stream=False, follow=False, tail=tail_lines
         )
-        try:
-            yield from stream
-        finally:
-            stream.close()
+        yield data if isinstance(data, bytes) else str(data).encode()
 
     def remove(self, container: str) -> None:
         self._api.remove_container(container, force=True, v=True)

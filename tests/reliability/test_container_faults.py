@@ -93,17 +93,8 @@ def _account(
     )
 
 
-_SOCKET_LEAK = pytest.mark.xfail(
-    strict=True,
-    reason="reading the logs of a container removed from outside leaks the engine socket "
-    "(supervisor/docker_client.py logs stream not closed)",
-)
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "kind", [pytest.param(k, marks=_SOCKET_LEAK) if k == "removed_from_outside" else k for k in _REAL]
-)
+@pytest.mark.parametrize("kind", list(_REAL))
 async def test_real_container_faults_end_cleanly(
     kind: str, scene: ReviewScene, store: Store, docker_sdk: Any, role_image_tag: str, reliability: Summary
 ) -> None:
