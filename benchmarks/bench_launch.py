@@ -8,8 +8,10 @@ Each repetition runs, in turn (interleaved, so drift on a shared machine hits al
   with its events, a runtime directory with a token file, create, start, wait, inspect, logs,
   remove, and the directory removed again.
 
-Prints medians and p95 beside the baseline, then the median time of each launcher phase.
-Usage: ``python -m benchmarks.bench_launch [--repeat N] [--image TAG]``.
+Prints medians and p95 beside the baseline, then the median time of each launcher phase. With
+``--build`` it also times the role image build: a forced rebuild (wheels and ``docker build``; the
+debootstrap base is reused when present) and the no-op check that follows it.
+Usage: ``python -m benchmarks.bench_launch [--repeat N] [--image TAG] [--build]``.
 """
 
 from __future__ import annotations
@@ -147,9 +149,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
+    parser.add_argument("--build", action="store_true", help="also time a forced image rebuild and a no-op")
     args = parser.parse_args()
     configure_logging(verbose=False, json_logs=True)
+    if args.build:
+        _time_image_build()
     anyio.run(_main, args.repeat, args.image)
+
+
+def _time_image_build() -> None:
+    from supervisor.image import build_role_image
+
+    forced = build_role_image(offline=True, force=True, progress=lambda line: None)
+    start = time.perf_counter()
+    noop = build_role_image(offline=True, progress=lambda line: None)
+    check = time.perf_counter() - start
+    print(f"image build, forced (base reused)            {forced.seconds:8.1f} s")
+    print(f"image build, up to date (built={noop.built})        {check * 1000:8.1f} ms")
 
 
 if __name__ == "__main__":
