@@ -25,6 +25,7 @@ from typing import Any
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument, NotFound
 from store.events import append_event
+from store.grants import require_live_grant
 from store.ids import new_id, utc_now_iso
 from store.memory_base import revision_row, task_of_scope
 from store.memory_entry import (
@@ -206,11 +207,13 @@ class MemoryStore:
         actor: str,
         source_proposal_id: str | None = None,
         allowed_scopes: frozenset[str] | None = None,
+        grant_id: str | None = None,
     ) -> MemoryEntry:
         """``memory.record``: insert, or fully replace the core fields of an existing ID.
 
         With ``allowed_scopes`` (a capability's scopes) both the new scope and, on replacement,
-        the stored entry's scope must be allowed.
+        the stored entry's scope must be allowed. With ``grant_id`` the grant must still be live
+        inside the write transaction, so a revocation that lands after authentication stops it.
         """
         record = MemoryRecord.validate(
             scope=scope,
@@ -231,6 +234,7 @@ class MemoryStore:
                 actor=actor,
                 source_proposal_id=source_proposal_id,
                 allowed_scopes=allowed_scopes,
+                grant_id=grant_id,
             )
         )
 
@@ -293,8 +297,11 @@ def _write_record(
     actor: str,
     source_proposal_id: str | None = None,
     allowed_scopes: frozenset[str] | None = None,
+    grant_id: str | None = None,
 ) -> MemoryEntry:
     """Insert or fully replace one entry, its revision and its event, inside a write transaction."""
+    if grant_id is not None:
+        require_live_grant(conn, grant_id)
     scope_v, kind_v, title_v, body_v = record.scope, record.kind, record.title, record.body_md
     source_v, importance_v, id_v, status_v = (
         record.source_event_id,

@@ -2,11 +2,13 @@
 
 A container has no network. For the ``openai`` provider, the runner posts chat-completions
 requests to ``/model/v1/chat/completions`` on its own launch socket, authenticated by the launch's
-grant like every other request there. The supervisor forwards each request to the configured
-OpenAI-compatible server with the API key read from the supervisor's environment — the key never
-enters the container — and enforces the launch's token budget: ``max_tokens`` of each request is
-capped to what remains, and once the budget is spent every further request is refused with 429
-``budget_exhausted``. Usage is accumulated for the launch record.
+grant like every other request there (the route exists only on ``openai`` launches). The
+supervisor forwards each request to the configured OpenAI-compatible server with the API key read
+from the supervisor's environment — the key never enters the container — and enforces the
+launch's limits: only known fields are forwarded (never ``stream``, ``n`` or other ways to spend
+outside the accounting), ``max_tokens`` is capped to what remains of the token budget, at most
+``max_turns`` requests go upstream, and once either is spent every further request is refused with
+429 ``budget_exhausted``. Usage is accumulated for the launch record.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import httpx2
 import structlog
 from starlette.requests import Request
@@ -60,14 +63,27 @@ def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
 
 
+# What a role may ask of the model. Everything else (stream, n, max_completion_tokens, logit_bias,
+# ...) is dropped: each could make the upstream spend outside the budget or the accounting.
+_FORWARDED_FIELDS = ("messages", "tools", "tool_choice", "temperature", "top_p", "stop", "seed")
+
+
 @dataclass
 class ModelGateway:
-    """Forwards one launch's chat-completions requests, within its token budget."""
+    """Forwards one launch's chat-completions requests, within its token budget and turn limit.
+
+    Budget accounting is conservative: before a request goes upstream its completion allowance is
+    reserved (so concurrent requests cannot all see the whole budget), and afterwards the reported
+    usage is charged; an answer that is not a 200 with JSON is charged the whole reservation.
+    """
 
     config: OpenAIProviderConfig
     launch_id: str
     usage: ModelUsage = field(default_factory=ModelUsage)
     transport: httpx2.AsyncBaseTransport | None = None
+    _reserved: int = 0
+    _started: int = 0
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
 
     def route(self) -> Route:
         """The Starlette route to add to the launch's app."""
@@ -75,13 +91,13 @@ class ModelGateway:
 
     @property
     def remaining(self) -> int:
-        """Tokens left in the budget."""
-        return max(0, self.config.max_tokens - self.usage.total_tokens)
+        """Tokens neither spent nor reserved by a request in flight."""
+        return max(0, self.config.max_tokens - self.usage.total_tokens - self._reserved)
 
     async def handle(self, request: Request) -> JSONResponse:
         """Forward one request (the auth middleware has already checked the grant)."""
-        body_bytes = await request.body()
-        if len(body_bytes) > _MAX_REQUEST_BYTES:
+        body_bytes = await _read_bounded(request)
+        if body_bytes is None:
             return _error(413, "invalid_argument", "the request is larger than 4 MiB")
         try:
             body = json.loads(body_bytes)
@@ -89,40 +105,85 @@ class ModelGateway:
             return _error(400, "invalid_argument", "the request is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "invalid_argument", "a chat-completions request needs a messages list")
-        if self.remaining <= 0:
-            self.usage.refused += 1
-            return _error(
-                429, "budget_exhausted", f"the launch's budget of {self.config.max_tokens} tokens is spent"
+        async with self._lock:
+            refusal = self._refusal()
+            if refusal is not None:
+                self.usage.refused += 1
+                return _error(429, "budget_exhausted", refusal)
+            requested = body.get("max_tokens")
+            allowance = self.remaining
+            if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
+                allowance = min(requested, allowance)
+            self._reserved += allowance
+            self._started += 1
+        forwarded: dict[str, Any] = {key: body[key] for key in _FORWARDED_FIELDS if key in body}
+        forwarded.update(model=self.config.model, max_tokens=allowance, stream=False, n=1)
+        # Until the server says otherwise, assume the whole allowance was spent.
+        prompt, completion = 0, allowance
+        try:
+            try:
+                response = await self._post(forwarded)
+            except httpx2.ConnectError:
+                prompt, completion = 0, 0  # it never reached the server: nothing was spent
+                return _error(
+                    502, "launch_failed", f"the model server at {self.config.base_url} is unreachable"
+                )
+            except httpx2.HTTPError as exc:
+                _log.warning("model_failed", launch_id=self.launch_id, error=type(exc).__name__)
+                return _error(502, "launch_failed", f"the model server at {self.config.base_url} failed")
+            try:
+                answer = response.json()
+            except ValueError:
+                answer = None
+            if response.status_code != 200 or not isinstance(answer, dict):
+                return _error(502, "launch_failed", f"the model server answered {response.status_code}")
+            reported_raw = answer.get("usage")
+            reported: dict[str, Any] = reported_raw if isinstance(reported_raw, dict) else {}
+            prompt, completion = (
+                _count(reported.get("prompt_tokens")),
+                _count(reported.get("completion_tokens")),
             )
-        forwarded = {**body, "model": self.config.model}
-        requested = body.get("max_tokens")
-        cap = self.remaining
-        forwarded["max_tokens"] = min(requested, cap) if isinstance(requested, int) and requested > 0 else cap
+            if prompt + completion == 0:
+                # A server that reports no usage still spends the budget: estimate 4 bytes a token.
+                prompt, completion = len(body_bytes) // 4, len(response.content) // 4
+            return JSONResponse(answer)
+        finally:
+            async with self._lock:
+                self._reserved -= allowance
+                self.usage.requests += 1
+                self.usage.prompt_tokens += prompt
+                self.usage.completion_tokens += completion
+            _log.info("model_call", launch_id=self.launch_id, total_tokens=self.usage.total_tokens)
+
+    def _refusal(self) -> str | None:
+        """Why the next request may not go upstream, if it may not."""
+        if self._started >= self.config.max_turns:
+            return f"the launch's limit of {self.config.max_turns} model turns is reached"
+        if self.remaining <= 0:
+            return f"the launch's budget of {self.config.max_tokens} tokens is spent"
+        return None
+
+    async def _post(self, forwarded: dict[str, Any]) -> httpx2.Response:
         api_key = os.environ.get(self.config.api_key_env, "")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         url = self.config.base_url.rstrip("/") + "/chat/completions"
-        try:
-            async with httpx2.AsyncClient(transport=self.transport, timeout=300) as client:
-                response = await client.post(url, json=forwarded, headers=headers)
-        except httpx2.HTTPError as exc:
-            _log.warning("model_unreachable", launch_id=self.launch_id, error=type(exc).__name__)
-            return _error(502, "launch_failed", f"the model server at {self.config.base_url} is unreachable")
-        self.usage.requests += 1
-        try:
-            answer = response.json()
-        except ValueError:
-            answer = None
-        if response.status_code != 200 or not isinstance(answer, dict):
-            return _error(502, "launch_failed", f"the model server answered {response.status_code}")
-        usage = answer.get("usage") or {}
-        prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-        if prompt + completion == 0:
-            # A server that reports no usage still spends the budget: estimate 4 bytes a token.
-            prompt, completion = len(body_bytes) // 4, len(response.content) // 4
-        self.usage.prompt_tokens += prompt
-        self.usage.completion_tokens += completion
-        _log.info("model_call", launch_id=self.launch_id, total_tokens=self.usage.total_tokens)
-        return JSONResponse(answer)
+        async with httpx2.AsyncClient(transport=self.transport, timeout=300) as client:
+            return await client.post(url, json=forwarded, headers=headers)
+
+
+async def _read_bounded(request: Request) -> bytes | None:
+    """The request body, or ``None`` once it passes the limit (read no further than that)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > _MAX_REQUEST_BYTES):
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > _MAX_REQUEST_BYTES:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _count(value: Any) -> int:

@@ -32,9 +32,9 @@ from capabilities.auth import issue_capability
 from capabilities.services import Services
 from capabilities.transports import build_launch_app, serving
 from store import Store
-from store.errors import Conflict, InvalidArgument
+from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
 from store.events import Event, list_events
-from store.launches import Launch
+from store.launches import Launch, LaunchStatus
 from supervisor.launch_spec import LaunchLimits, LaunchPhase, LaunchSpec, supervisor_id_for
 from supervisor.launcher import DockerLauncher, Launcher
 from supervisor.model_gateway import ModelGateway
@@ -117,6 +117,9 @@ class Supervisor:
         """Reap what a previous supervisor left: containers, directories, active launches, grants.
 
         Launches of another live supervisor process on this project are left alone."""
+        # The owner lock lives beside the runtime directories: make sure that private (0700, ours)
+        # base exists first, so nobody else can have created the directory the lock goes in.
+        await anyio.to_thread.run_sync(self.runtime.ensure)
         await anyio.to_thread.run_sync(self._owner.acquire)
         active = await self.store.db.run(self.store.launches.active)
         owners = await anyio.to_thread.run_sync(
@@ -178,7 +181,6 @@ class Supervisor:
                 provider=chosen,
                 owner=self._owner.name,
             )
-            await _report(on_phase, "requested", {"launch_id": launch.id, "provider": chosen})
             return await self._run_launch(launch, role, chosen, deadline, on_phase)
 
     async def _run_launch(
@@ -187,9 +189,13 @@ class Supervisor:
         log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id)
         role_config = self.store.config.roles.memory_oracle
         gateway = ModelGateway(self.store.config.providers.openai, launch.id, transport=self._model_transport)
+        # The model gateway (and so the operator's API key) exists only for launches that use it.
+        extra_routes = [gateway.route()] if provider == "openai" else []
         grant_id: str | None = None
         rundir: LaunchRuntimeDir | None = None
+        handed_over = False  # from here on the launcher records how the launch ends
         try:
+            await _report(on_phase, "requested", {"launch_id": launch.id, "provider": provider})
             issued = await self.store.db.run(
                 issue_capability,
                 self.store,
@@ -203,7 +209,7 @@ class Supervisor:
             log = log.bind(grant_id=grant_id)
             rundir = await anyio.to_thread.run_sync(self.runtime.create, launch.id)
             await anyio.to_thread.run_sync(rundir.write_token_file, issued.token)
-            app = build_launch_app(self.services, grant_id, extra_routes=[gateway.route()])
+            app = build_launch_app(self.services, grant_id, extra_routes=extra_routes)
             async with serving(app, uds=rundir.socket_path):
                 await anyio.to_thread.run_sync(rundir.grant_socket)
                 await _report(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})
@@ -232,7 +238,18 @@ class Supervisor:
                         await self._revoke(grant_id, "launch_stopped")
                     await _report(on_phase, str(step), {"launch_id": launch.id})
 
+                handed_over = True
                 await self.launcher.run(spec, on_phase=phase)
+        except BaseException as exc:
+            error = _unwrap(exc)
+            if not handed_over:
+                with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                    await self._fail_unstarted(launch.id, error)
+            if isinstance(error, RoundtableError):
+                raise error from None
+            if isinstance(error, Exception):
+                raise LaunchFailed(f"launch {launch.id} failed: {type(error).__name__}: {error}") from error
+            raise
         finally:
             with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
                 if grant_id is not None:
@@ -249,6 +266,22 @@ class Supervisor:
         log.info("launch_done", status=str(final.status), warnings=len(warnings))
         return LaunchResult(final, warnings)
 
+    async def _fail_unstarted(self, launch_id: str, error: BaseException) -> None:
+        """Record the end of a launch that failed (or was cancelled) before its container ran."""
+        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
+        status = LaunchStatus.CANCELLED if cancelled else LaunchStatus.FAILED
+        message = error.message if isinstance(error, RoundtableError) else f"{type(error).__name__}: {error}"
+        try:
+            await self.store.db.run(
+                self.store.launches.finish,
+                launch_id,
+                status,
+                reason="cancelled" if cancelled else "prepare_failed",
+                error=message,
+            )
+        except RoundtableError as exc:  # already final: nothing more to record
+            _log.info("launch_already_final", launch_id=launch_id, detail=exc.message)
+
     async def _revoke(self, grant_id: str, reason: str) -> None:
         await self.store.db.run(self.store.grants.revoke, grant_id, actor=_ACTOR, reason=reason)
 
@@ -261,6 +294,13 @@ class Supervisor:
             ),
         )
         return [event for event in events if event.payload.get("launch_id") == launch_id]
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The error inside the exception groups that task groups (the socket server's) wrap it in."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 async def _report(reporter: PhaseReporter | None, phase: str, details: dict[str, Any]) -> None:
