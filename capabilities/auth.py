@@ -86,7 +86,9 @@ def issue_capability(
 def principal_from_record(record: GrantRecord | OperatorTokenRecord) -> Principal:
     """The principal a verified grant or operator token stands for."""
     if isinstance(record, OperatorTokenRecord):
-        return Principal(kind=PrincipalKind.OPERATOR, name=record.name, role="operator")
+        return Principal(
+            kind=PrincipalKind.OPERATOR, name=record.name, role="operator", credential_id=record.id
+        )
     binding = GrantBinding(
         grant_id=record.id,
         role=record.role,
@@ -97,7 +99,13 @@ def principal_from_record(record: GrantRecord | OperatorTokenRecord) -> Principa
         tools=record.tools,
         launch_id=record.launch_id,
     )
-    return Principal(kind=PrincipalKind.CAPABILITY, name=record.agent_id, role=record.role, grant=binding)
+    return Principal(
+        kind=PrincipalKind.CAPABILITY,
+        name=record.agent_id,
+        role=record.role,
+        grant=binding,
+        credential_id=record.id,
+    )
 
 
 class Authenticator:

@@ -50,6 +50,8 @@ class Principal:
     name: str
     role: str
     grant: GrantBinding | None = None
+    credential_id: str | None = None
+    """The operator token or grant row this principal was authenticated by (``None`` on stdio)."""
 
     @property
     def actor(self) -> str:

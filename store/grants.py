@@ -399,6 +399,30 @@ class GrantStore:
         id_v = _check_label("token_id", token_id)
         return self.db.write(lambda conn: revoke_operator_token_in(conn, id_v, actor=actor, now=self.clock()))
 
+    def require_live_credential(self, credential_id: str) -> None:
+        """:class:`Unauthenticated` unless the grant or operator token ``credential_id`` is live.
+
+        Long-lived responses (event streams) call this from time to time, so a credential revoked
+        or expired after the response began stops it too.
+        """
+
+        def read(conn: sqlite3.Connection) -> sqlite3.Row | None:
+            for table in ("capability_grants", "operator_tokens"):
+                row: sqlite3.Row | None = conn.execute(
+                    f"SELECT revoked_at, expires_at FROM {table} WHERE id = ?", (credential_id,)
+                ).fetchone()
+                if row is not None:
+                    return row
+            return None
+
+        row = self.db.read(read)
+        if row is None:
+            raise Unauthenticated("the credential is not known")
+        if row["revoked_at"] is not None:
+            raise Unauthenticated("the credential has been revoked")
+        if row["expires_at"] is not None and parse_time(str(row["expires_at"])) <= self.clock():
+            raise Unauthenticated("the credential has expired")
+
     def list_operator_tokens(self) -> list[OperatorTokenRecord]:
         """Every operator token, newest first."""
         rows = self.db.read(

@@ -79,6 +79,7 @@ class WebService:
         poll_interval: float = 0.25,
         queue_size: int = 256,
         write_timeout: float = 10.0,
+        heartbeat: float = 15.0,
         resynthesis_poll: float = 5.0,
         console: bool = True,
     ):
@@ -92,6 +93,7 @@ class WebService:
         self.resynthesis_poll = resynthesis_poll
         self.broadcaster = EventBroadcaster(store, poll_interval=poll_interval, queue_size=queue_size)
         self.write_timeout = write_timeout
+        self.heartbeat = heartbeat
         self.console = console
         self._resynthesis_wake = anyio.Event()
 
@@ -112,9 +114,14 @@ class WebService:
             return json_response(openapi_document())
 
         async def authorize(request: Request) -> None:
-            operator_of(request)
+            principal = operator_of(request)
+            if principal.credential_id is not None:  # still live? (asked again while streaming)
+                store = self.services.store
+                await store.db.run(store.grants.require_live_credential, principal.credential_id)
 
-        stream = EventStreamEndpoint(self.broadcaster, authorize, write_timeout=self.write_timeout)
+        stream = EventStreamEndpoint(
+            self.broadcaster, authorize, write_timeout=self.write_timeout, heartbeat=self.heartbeat
+        )
         return [
             *memory_routes(self.services, changed=self.changed),
             *work_routes(self.services),

@@ -165,6 +165,7 @@ def format_event(event: Event, *, named: bool = True) -> bytes:
 
 
 Authorize = Callable[[Request], Awaitable[None]]
+_REAUTHORIZE_EVERY = 50  # events between two checks of the stream's credential
 
 
 class EventStreamEndpoint:
@@ -201,7 +202,7 @@ class EventStreamEndpoint:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
-                await self._stream(send, subscriber, after, proposal_id)
+                await self._stream(send, subscriber, after, proposal_id, request)
                 tg.cancel_scope.cancel()
         except TimeoutError:
             # The client stopped reading: abandon the response; the server closes the socket.
@@ -241,8 +242,16 @@ class EventStreamEndpoint:
         with anyio.fail_after(self.write_timeout):
             await send({"type": "http.response.body", "body": body, "more_body": True})
 
+    async def _still_authorized(self, request: Request) -> bool:
+        """Whether the credential that opened the stream is still good (revoked, expired, logged out)."""
+        try:
+            await self.authorize(request)
+        except RoundtableError:
+            return False
+        return True
+
     async def _stream(
-        self, send: Send, subscriber: Subscriber, after: int | None, proposal_id: str | None
+        self, send: Send, subscriber: Subscriber, after: int | None, proposal_id: str | None, request: Request
     ) -> None:
         store = self.broadcaster.store
         # Without a position the stream starts now, fixed before the headers go out, so every
@@ -273,10 +282,19 @@ class EventStreamEndpoint:
                 await self._write(send, format_event(old, named=self.named_events))
             sent = page[-1].id
         sent = max(sent, subscriber.live_from)
+        since_check = 0
         while True:
             event = await self._next(subscriber)
             if event is _DROPPED:
                 break  # dropped for falling behind: end the response; the client reconnects
+            # The credential is checked again at every heartbeat and every few events, so a token
+            # revoked or a session ended while the stream is open stops it.
+            since_check += 1
+            if event is None or since_check >= _REAUTHORIZE_EVERY:
+                if not await self._still_authorized(request):
+                    _log.info("stream.credential_ended")
+                    break
+                since_check = 0
             if event is None:
                 await self._write(send, b": keepalive\n\n")
             elif event.id > sent and (proposal_id is None or event.proposal_id == proposal_id):
