@@ -18,7 +18,6 @@ increments ``revision``, and every mutation writes its event in the same transac
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from typing import Any
 
@@ -29,7 +28,6 @@ from store.grants import require_live_grant
 from store.ids import new_id, utc_now_iso
 from store.memory_base import revision_row, task_of_scope
 from store.memory_entry import (
-    ENTRY_COLUMNS,
     MAX_BODY_CHARS,
     MAX_QUERY_CHARS,
     MAX_TITLE_CHARS,
@@ -42,6 +40,7 @@ from store.memory_entry import (
     optional_int,
     require_text,
 )
+from store.memory_search import MemoryFilter, ranked_query, render_summary, substring_query, summary_query
 
 __all__ = [
     "MAX_BODY_CHARS",
@@ -54,9 +53,6 @@ __all__ = [
     "entry_from_row",
     "render_summary",
 ]
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
 
 
 class MemoryStore:
@@ -108,56 +104,11 @@ class MemoryStore:
         if match not in ("substring", "ranked"):
             raise InvalidArgument('match must be "substring" or "ranked"')
 
-        where: list[str] = []
-        params: dict[str, Any] = {}
-        if scope_f is not None:
-            where.append("m.scope = :scope")
-            params["scope"] = scope_f
-        elif allowed_scopes is not None:
-            where.append(_in_clause("m.scope", "allowed", sorted(allowed_scopes), params))
-        if kind_f is not None:
-            where.append("m.kind = :kind")
-            params["kind"] = kind_f
-        if exclude_stale:
-            where.append("m.status != 'stale'")
-        params["limit"] = count if count > 0 else -1
-        if match == "ranked":
-            return self._query_ranked(text, where, params)
-        return self._query_substring(text.lower(), where, params)
-
-    def _query_substring(self, needle: str, where: list[str], params: dict[str, Any]) -> list[MemoryEntry]:
-        if needle == "":
-            score_sql = "m.importance"
-        else:
-            # Non-overlapping occurrences of the needle in each lower-cased field, summed.
-            score_sql = " + ".join(
-                f"((length({col}) - length(replace({col}, :q, ''))) / length(:q))" for col in _LC_COLUMNS
-            )
-            # Cheap presence test first, so only matching rows are scored.
-            where = [*where, "(" + " OR ".join(f"instr({col}, :q) > 0" for col in _LC_COLUMNS) + ")"]
-            params = {**params, "q": needle}
-        sql = (
-            f"SELECT {ENTRY_COLUMNS}, {score_sql} AS score FROM memory_entries AS m"
-            f" WHERE {' AND '.join(where) or '1'}"
-            " ORDER BY score DESC, m.importance DESC, m.id ASC LIMIT :limit"
+        filters = MemoryFilter(scope_f, kind_f, allowed_scopes, exclude_stale, count)
+        sql, params = (
+            ranked_query(text, filters) if match == "ranked" else substring_query(text.lower(), filters)
         )
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
-        return [entry_from_row(row) for row in rows]
-
-    def _query_ranked(self, text: str, where: list[str], params: dict[str, Any]) -> list[MemoryEntry]:
-        words = _WORD.findall(text.lower())
-        if not words:
-            return self._query_substring("", where, params)
-        # Any-word semantics: each distinct word is a quoted FTS5 string, OR-ed together.
-        expression = " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
-        sql = (
-            f"SELECT {ENTRY_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts"
-            " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
-            f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
-            " ORDER BY bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
-        )
-        named = {**params, "fts": expression}
-        rows = self.db.read(lambda conn: conn.execute(sql, named).fetchall())
         return [entry_from_row(row) for row in rows]
 
     def summarize(
@@ -174,18 +125,7 @@ class MemoryStore:
             "task_id": optional_filter("task_id", task_id),
             "proposal_id": optional_filter("proposal_id", proposal_id),
         }
-        where = ["status != 'stale'"]
-        params: dict[str, Any] = {}
-        for name, value in filters.items():
-            if value is not None:
-                where.append(f"scope = :{name}")
-                params[name] = value
-        if allowed_scopes is not None:
-            where.append(_in_clause("m.scope", "allowed", sorted(allowed_scopes), params))
-        sql = (
-            f"SELECT {ENTRY_COLUMNS} FROM memory_entries AS m WHERE {' AND '.join(where)}"
-            " ORDER BY importance DESC, id ASC"
-        )
+        sql, params = summary_query(filters, allowed_scopes)
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
         entries = [entry_from_row(row) for row in rows]
         label = filters["proposal_id"] or filters["task_id"] or filters["scope"] or "project"
@@ -400,23 +340,3 @@ def _write_record(
         },
     )
     return entry
-
-
-def render_summary(label: str, entries: list[MemoryEntry]) -> str:
-    """Deterministic Markdown: a heading, then one item per entry with kind, title and body."""
-    lines = [f"## Memory summary: {label}", ""]
-    if not entries:
-        lines.append("_No entries._")
-    for entry in entries:
-        body = entry.body_md.strip().replace("\n", "\n  ")
-        lines.append(f"- **{entry.kind}**: {entry.title}\n  {body}")
-    return "\n".join(lines) + "\n"
-
-
-def _in_clause(column: str, prefix: str, values: list[str], params: dict[str, Any]) -> str:
-    """``column IN (:prefix0, ...)`` with each value bound in ``params``."""
-    names = []
-    for index, value in enumerate(values):
-        params[f"{prefix}{index}"] = value
-        names.append(f":{prefix}{index}")
-    return f"{column} IN ({', '.join(names)})" if names else "0"
