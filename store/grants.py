@@ -11,9 +11,10 @@ The raw token is returned once, inside :class:`~store.tokens.IssuedToken` whose 
 and never reaches the database, an event, a log line or an error message. ``capability.granted``
 and ``capability.revoked`` events are written in the transaction of the change they describe.
 
-Connection-level helpers (``revoke_in``, ``revoke_for_proposal_in``, ``revoke_for_launch_in``)
-let other stores revoke grants inside their own write transaction, for example when a proposal
-leaves review or a launch ends.
+The record type and the connection-level helpers (``require_live_grant``, ``revoke_in``,
+``revoke_for_proposal_in``, ``revoke_for_launch_in``) that let other stores check and revoke grants
+inside their own write transaction live in :mod:`store.grant_rows`; they are importable from here
+too.
 """
 
 from __future__ import annotations
@@ -23,13 +24,19 @@ import json
 import re
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound, Unauthenticated
 from store.events import append_event
+from store.grant_rows import (
+    GrantRecord,
+    grant_from_row,
+    require_live_grant,
+    revoke_for_launch_in,
+    revoke_for_proposal_in,
+    revoke_in,
+)
 from store.ids import new_id, utc_now
 from store.tokens import (
     MAX_TTL_SECONDS,
@@ -70,65 +77,6 @@ _LABEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 _CLOSED_PROPOSAL_STATES = frozenset({"accepted", "rejected", "withdrawn", "applied"})
 
 
-@dataclass(frozen=True)
-class GrantRecord:
-    """One capability grant, as stored (the token hash is not part of it)."""
-
-    id: str
-    role: str
-    agent_id: str
-    proposal_id: str
-    task_id: str
-    scopes: frozenset[str]
-    tools: frozenset[str]
-    launch_id: str | None
-    created_by: str
-    created_at: str
-    expires_at: str
-    revoked_at: str | None
-    revoked_reason: str | None
-
-    def is_expired(self, now: datetime | None = None) -> bool:
-        """Whether the grant's expiry has passed."""
-        return parse_time(self.expires_at) <= (now or utc_now())
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape shown to operators (never the token)."""
-        return {
-            "id": self.id,
-            "role": self.role,
-            "agent_id": self.agent_id,
-            "proposal_id": self.proposal_id,
-            "task_id": self.task_id,
-            "scopes": sorted(self.scopes),
-            "tools": sorted(self.tools),
-            "launch_id": self.launch_id,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-            "revoked_reason": self.revoked_reason,
-        }
-
-
-def _grant_from_row(row: sqlite3.Row) -> GrantRecord:
-    return GrantRecord(
-        id=row["id"],
-        role=row["role"],
-        agent_id=row["agent_id"],
-        proposal_id=row["proposal_id"],
-        task_id=row["task_id"],
-        scopes=frozenset(json.loads(row["scopes"])),
-        tools=frozenset(json.loads(row["tools"])),
-        launch_id=row["launch_id"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-        revoked_reason=row["revoked_reason"],
-    )
-
-
 def _check_label(name: str, value: object) -> str:
     if not isinstance(value, str) or not _LABEL_SHAPE.match(value):
         raise InvalidArgument(f"{name} must be a nonblank identifier (letters, digits, '.', '_', ':', '-')")
@@ -155,88 +103,6 @@ def _proposal_task(conn: sqlite3.Connection, proposal_id: str) -> str:
     if str(row["status"]) in _CLOSED_PROPOSAL_STATES:
         raise Conflict(f"proposal {proposal_id} is {row['status']}; no capability is granted for it")
     return str(row["task_id"])
-
-
-def require_live_grant(
-    conn: sqlite3.Connection, grant_id: str, *, now: datetime | None = None
-) -> GrantRecord:
-    """The grant, re-read inside the caller's transaction; :class:`Unauthenticated` unless live.
-
-    Writes made on behalf of a capability call this in their own transaction, so a revocation
-    that lands between authentication and the write still stops the write.
-    """
-    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    if row is None:
-        raise Unauthenticated("the capability is not known")
-    grant = _grant_from_row(row)
-    if grant.revoked_at is not None:
-        raise Unauthenticated("the credential has been revoked")
-    if grant.is_expired(now):
-        raise Unauthenticated("the credential has expired")
-    return grant
-
-
-def revoke_in(
-    conn: sqlite3.Connection, grant_id: str, *, actor: str, reason: str
-) -> tuple[GrantRecord, bool]:
-    """Revoke one grant inside the caller's write transaction.
-
-    Returns the grant and whether this call revoked it (``False`` when it already was).
-    """
-    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"capability grant {grant_id} does not exist")
-    if row["revoked_at"] is not None:
-        return _grant_from_row(row), False
-    now = stamp_time(utc_now())
-    conn.execute(
-        "UPDATE capability_grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
-        (now, reason, grant_id),
-    )
-    grant = _grant_from_row(
-        conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    )
-    append_event(
-        conn,
-        "capability.revoked",
-        actor=actor,
-        task_id=grant.task_id,
-        proposal_id=grant.proposal_id,
-        payload={
-            "grant_id": grant.id,
-            "role": grant.role,
-            "agent_id": grant.agent_id,
-            "launch_id": grant.launch_id,
-            "reason": reason,
-        },
-    )
-    return grant, True
-
-
-def _revoke_where(
-    conn: sqlite3.Connection, where: str, params: tuple[Any, ...], *, actor: str, reason: str
-) -> list[GrantRecord]:
-    ids = [
-        row["id"]
-        for row in conn.execute(
-            f"SELECT id FROM capability_grants WHERE revoked_at IS NULL AND ({where}) ORDER BY id", params
-        )
-    ]
-    return [revoke_in(conn, grant_id, actor=actor, reason=reason)[0] for grant_id in ids]
-
-
-def revoke_for_proposal_in(
-    conn: sqlite3.Connection, proposal_id: str, *, actor: str, reason: str
-) -> list[GrantRecord]:
-    """Revoke every live grant on ``proposal_id`` (call it when the proposal leaves review)."""
-    return _revoke_where(conn, "proposal_id = ?", (proposal_id,), actor=actor, reason=reason)
-
-
-def revoke_for_launch_in(
-    conn: sqlite3.Connection, launch_id: str, *, actor: str, reason: str
-) -> list[GrantRecord]:
-    """Revoke every live grant of ``launch_id`` (call it when the launch ends, for any reason)."""
-    return _revoke_where(conn, "launch_id = ?", (launch_id,), actor=actor, reason=reason)
 
 
 class GrantStore:
@@ -299,7 +165,7 @@ class GrantStore:
                 ),
             )
             row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-            grant = _grant_from_row(row)
+            grant = grant_from_row(row)
             append_event(
                 conn,
                 "capability.granted",
@@ -327,7 +193,7 @@ class GrantStore:
         )
         if row is None:
             raise NotFound(f"capability grant {grant_id} does not exist")
-        return _grant_from_row(row)
+        return grant_from_row(row)
 
     def list_grants(self, *, proposal_id: str | None = None, active_only: bool = False) -> list[GrantRecord]:
         """Grants, newest first, optionally of one proposal and only live ones."""
@@ -342,7 +208,7 @@ class GrantStore:
             f"SELECT * FROM capability_grants WHERE {' AND '.join(clauses)} ORDER BY created_at DESC, id DESC"
         )
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
-        return [_grant_from_row(row) for row in rows]
+        return [grant_from_row(row) for row in rows]
 
     def bind_launch(self, grant_id: str, launch_id: str, *, actor: str) -> GrantRecord:
         """Record the launch a grant was minted for, once (the grant may be minted first)."""
@@ -355,7 +221,7 @@ class GrantStore:
             if row["launch_id"] not in (None, launch_v):
                 raise Conflict(f"capability grant {grant_id} already belongs to launch {row['launch_id']}")
             conn.execute("UPDATE capability_grants SET launch_id = ? WHERE id = ?", (launch_v, grant_id))
-            return _grant_from_row(
+            return grant_from_row(
                 conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
             )
 
@@ -460,4 +326,4 @@ class GrantStore:
         expires_at = row["expires_at"]
         if expires_at is not None and parse_time(str(expires_at)) <= self.clock():
             raise Unauthenticated("the credential has expired")
-        return _grant_from_row(row) if kind == "grant" else operator_from_row(row)
+        return grant_from_row(row) if kind == "grant" else operator_from_row(row)

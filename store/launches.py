@@ -1,15 +1,11 @@
-"""Role launch records: one ``role_launches`` row per container launch, and its ``role.*`` events.
+"""The launch store: creates ``role_launches`` rows and moves them, each move with its ``role.*`` event.
 
-A launch moves through :class:`LaunchStatus` along the edges of :data:`TRANSITIONS`::
-
-    requested ──> starting ──> running ──> exited | failed | timeout | cancelled
-        │             │
-        └─────────────┴──> failed | cancelled
-
-Every move is one ``BEGIN IMMEDIATE`` transaction that updates the row and appends its event, so a
-reader never sees a status without its event or an event without its status. A move from a state
-the table does not allow (for example finishing a launch twice) is a :class:`Conflict` and changes
-nothing. The events are the ones CONTRACTS.md names, plus one for the container id:
+The records, their statuses and the allowed moves (:data:`TRANSITIONS`) are in
+:mod:`store.launch_records`; this module writes them. Every move is one ``BEGIN IMMEDIATE``
+transaction that updates the row and appends its event, so a reader never sees a status without
+its event or an event without its status. A move from a state the table does not allow (for
+example finishing a launch twice) is a :class:`Conflict` and changes nothing. The events are the
+ones CONTRACTS.md names, plus one for the container id:
 
 =====================  ==============================================================
 event                  written when
@@ -29,17 +25,31 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound
 from store.events import append_event
 from store.ids import new_id, utc_now_iso
+from store.launch_records import (
+    ACTIVE_STATUSES,
+    MAX_ERROR_CHARS,
+    MAX_LABEL_CHARS,
+    MAX_LOG_TAIL_BYTES,
+    TERMINAL_STATUSES,
+    TRANSITIONS,
+    Launch,
+    LaunchStatus,
+    bounded_tail,
+    check_label,
+    check_optional_label,
+    launch_from_row,
+    truncate,
+)
 
 __all__ = [
     "ACTIVE_STATUSES",
+    "MAX_ERROR_CHARS",
     "MAX_LOG_TAIL_BYTES",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
@@ -49,141 +59,7 @@ __all__ = [
     "bounded_tail",
 ]
 
-MAX_LOG_TAIL_BYTES = 64 * 1024
-MAX_ERROR_CHARS = 2_000
-_MAX_LABEL_CHARS = 200
 _ACTOR = "supervisor"
-
-
-class LaunchStatus(StrEnum):
-    """Where a role launch is in its life."""
-
-    REQUESTED = "requested"
-    STARTING = "starting"
-    RUNNING = "running"
-    EXITED = "exited"
-    FAILED = "failed"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
-
-
-ACTIVE_STATUSES = frozenset({LaunchStatus.REQUESTED, LaunchStatus.STARTING, LaunchStatus.RUNNING})
-TERMINAL_STATUSES = frozenset(LaunchStatus) - ACTIVE_STATUSES
-
-TRANSITIONS: dict[LaunchStatus, frozenset[LaunchStatus]] = {
-    LaunchStatus.REQUESTED: frozenset({LaunchStatus.STARTING, LaunchStatus.FAILED, LaunchStatus.CANCELLED}),
-    LaunchStatus.STARTING: frozenset({LaunchStatus.RUNNING, LaunchStatus.FAILED, LaunchStatus.CANCELLED}),
-    LaunchStatus.RUNNING: frozenset(
-        {LaunchStatus.EXITED, LaunchStatus.FAILED, LaunchStatus.TIMEOUT, LaunchStatus.CANCELLED}
-    ),
-    LaunchStatus.EXITED: frozenset(),
-    LaunchStatus.FAILED: frozenset(),
-    LaunchStatus.TIMEOUT: frozenset(),
-    LaunchStatus.CANCELLED: frozenset(),
-}
-"""For each status, the statuses a launch may move to next. Terminal statuses go nowhere."""
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One ``role_launches`` row."""
-
-    id: str
-    role: str
-    agent_id: str
-    proposal_id: str
-    task_id: str | None
-    image: str
-    container_id: str | None
-    status: LaunchStatus
-    exit_code: int | None
-    reason: str | None
-    error: str | None
-    requested_at: str
-    started_at: str | None
-    ended_at: str | None
-    updated_at: str
-    log_tail: str | None
-    provider: str | None
-    usage: dict[str, Any] | None
-    owner: str | None = None
-
-    @property
-    def active(self) -> bool:
-        """Whether the launch has not reached a terminal status."""
-        return self.status in ACTIVE_STATUSES
-
-    def to_dict(self, *, with_log: bool = False) -> dict[str, Any]:
-        """The JSON shape used by every interface; the log tail only when asked for."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "role": self.role,
-            "agent_id": self.agent_id,
-            "proposal_id": self.proposal_id,
-            "task_id": self.task_id,
-            "image": self.image,
-            "container_id": self.container_id,
-            "status": str(self.status),
-            "exit_code": self.exit_code,
-            "reason": self.reason,
-            "error": self.error,
-            "requested_at": self.requested_at,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "provider": self.provider,
-            "usage": self.usage,
-        }
-        if with_log:
-            out["log_tail"] = self.log_tail
-        return out
-
-
-def _launch_from_row(row: sqlite3.Row) -> Launch:
-    return Launch(
-        id=row["id"],
-        role=row["role"],
-        agent_id=row["agent_id"],
-        proposal_id=row["proposal_id"],
-        task_id=row["task_id"],
-        image=row["image"],
-        container_id=row["container_id"],
-        status=LaunchStatus(row["status"]),
-        exit_code=row["exit_code"],
-        reason=row["reason"],
-        error=row["error"],
-        requested_at=row["requested_at"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        updated_at=row["updated_at"],
-        log_tail=row["log_tail"],
-        provider=row["provider"],
-        usage=json.loads(row["usage"]) if row["usage"] else None,
-        owner=row["owner"],
-    )
-
-
-def bounded_tail(text: str, limit: int = MAX_LOG_TAIL_BYTES) -> str:
-    """The end of ``text`` that fits in ``limit`` UTF-8 bytes (a cut character is dropped)."""
-    raw = text.encode("utf-8", errors="replace")
-    if len(raw) <= limit:
-        return text
-    return raw[-limit:].decode("utf-8", errors="ignore")
-
-
-def _label(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidArgument(f"{name} must be a non-blank string")
-    if len(value) > _MAX_LABEL_CHARS or "\x00" in value:
-        raise InvalidArgument(f"{name} must be at most {_MAX_LABEL_CHARS} characters, without NUL")
-    return value
-
-
-def _optional_label(name: str, value: object) -> str | None:
-    return None if value is None else _label(name, value)
-
-
-def _bounded(value: str | None, limit: int) -> str | None:
-    return None if value is None else value[:limit]
 
 
 class LaunchStore:
@@ -201,7 +77,7 @@ class LaunchStore:
         )
         if row is None:
             raise NotFound(f"no launch {launch_id!r}")
-        return _launch_from_row(row)
+        return launch_from_row(row)
 
     def find(
         self,
@@ -226,7 +102,7 @@ class LaunchStore:
                 f"SELECT * FROM role_launches {where} ORDER BY requested_at, id LIMIT ?", params
             ).fetchall()
         )
-        return [_launch_from_row(row) for row in rows]
+        return [launch_from_row(row) for row in rows]
 
     def active(self) -> list[Launch]:
         """Every launch not yet in a terminal status."""
@@ -250,13 +126,13 @@ class LaunchStore:
         ``owner`` names the supervisor instance running it (see :mod:`supervisor.ownership`).
         """
         fields = {
-            "role": _label("role", role),
-            "agent_id": _label("agent_id", agent_id),
-            "proposal_id": _label("proposal_id", proposal_id),
-            "image": _label("image", image),
-            "task_id": _optional_label("task_id", task_id),
-            "provider": _optional_label("provider", provider),
-            "owner": _optional_label("owner", owner),
+            "role": check_label("role", role),
+            "agent_id": check_label("agent_id", agent_id),
+            "proposal_id": check_label("proposal_id", proposal_id),
+            "image": check_label("image", image),
+            "task_id": check_optional_label("task_id", task_id),
+            "provider": check_optional_label("provider", provider),
+            "owner": check_optional_label("owner", owner),
         }
         launch_id = new_id("launch")
 
@@ -290,7 +166,7 @@ class LaunchStore:
 
     def mark_starting(self, launch_id: str, container_id: str) -> Launch:
         """Record the created container's id (``requested`` → ``starting``), before it is started."""
-        container_id = _label("container_id", container_id)
+        container_id = check_label("container_id", container_id)
         return self._move(
             launch_id,
             LaunchStatus.STARTING,
@@ -325,8 +201,8 @@ class LaunchStore:
         columns: dict[str, Any] = {
             "ended_at": None,
             "exit_code": exit_code,
-            "reason": _bounded(reason, _MAX_LABEL_CHARS),
-            "error": _bounded(error, MAX_ERROR_CHARS),
+            "reason": truncate(reason, MAX_LABEL_CHARS),
+            "error": truncate(error, MAX_ERROR_CHARS),
             "log_tail": None if log_tail is None else bounded_tail(log_tail),
             "usage": None if usage is None else json.dumps(usage, sort_keys=True),
         }
@@ -392,7 +268,7 @@ class LaunchStore:
         row = conn.execute("SELECT * FROM role_launches WHERE id = ?", (launch_id,)).fetchone()
         if row is None:
             raise NotFound(f"no launch {launch_id!r}")
-        return _launch_from_row(row)
+        return launch_from_row(row)
 
     def _move(
         self,

@@ -1,20 +1,23 @@
-"""The OpenAPI 3.1 document of ``/api/v1``, generated from one table of operations.
+"""The OpenAPI 3.1 document of ``/api/v1``, assembled from the table of operations.
 
-Request-body schemas come from the pydantic models the routes validate with, so the document and
-the validation cannot drift apart; the checked-in ``docs/openapi.json`` is this document (a test
-compares the served document with it and with the mounted routes). Regenerate it with
-``python -m capabilities.http_api > docs/openapi.json``.
+The routes are described once, in :data:`~capabilities.http_api.openapi_operations.OPERATIONS`;
+this module turns each into an OpenAPI operation (adding the headers every mutation takes and the
+error responses), adds the two routes described by hand (the event stream and this document), and
+the component schemas. Request-body schemas come from the pydantic models the routes validate with,
+so the document and the validation cannot drift apart; the checked-in ``docs/openapi.json`` is this
+document (a test compares the served document with it and with the mounted routes). Regenerate it
+with ``python -m capabilities.http_api > docs/openapi.json``.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from pydantic.json_schema import models_json_schema
 
 from capabilities.http_api.models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
+from capabilities.http_api.openapi_operations import OPERATIONS, STRING_SCHEMA, Operation, query_param
 from store.config import package_version
 
 __all__ = ["OPERATIONS", "Operation", "openapi_document", "write_document"]
@@ -23,281 +26,12 @@ _REF = "#/components/schemas/{model}"
 
 
 def _ref(name: str) -> dict[str, Any]:
+    """A reference to the component schema ``name``."""
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _query(name: str, schema: dict[str, Any], description: str, *, required: bool = False) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": required, "schema": schema, "description": description}
-
-
-def _path(name: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "path",
-        "required": True,
-        "schema": {"type": "string", "minLength": 1, "maxLength": 200},
-    }
-
-
-_STRING = {"type": "string", "maxLength": 1000}
-_LIMIT_200 = {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}
-_CURSOR = _query(
-    "cursor", {"type": "string", "maxLength": 1000}, "the opaque next_cursor of the previous page"
-)
-_MEMORY_ID = _path("memory_id")
-_PROPOSAL_ID = _path("proposal_id")
-_TARGET = _query(
-    "target_id", {"type": "string", "minLength": 1, "maxLength": 200}, "the other entry", required=True
-)
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One route of the API as the document describes it."""
-
-    method: str
-    path: str
-    operation_id: str
-    summary: str
-    tag: str
-    response: str | None  # component schema of the success body; None for text/plain
-    status: int = 200
-    parameters: tuple[dict[str, Any], ...] = ()
-    body: str | None = None  # component schema of the request body
-    body_required: bool = False
-    errors: tuple[int, ...] = field(default=(400, 404))
-
-    @property
-    def mutation(self) -> bool:
-        """Whether this operation changes state (needs X-Actor-ID, accepts Idempotency-Key)."""
-        return self.method == "POST"
-
-
-def _action(name: str, summary: str) -> Operation:
-    return Operation(
-        "POST",
-        f"/memories/{{memory_id}}/{name}",
-        f"{name}Memory",
-        summary,
-        "memory",
-        "MemoryAnswer",
-        parameters=(_MEMORY_ID,),
-        body="EmptyBody",
-        errors=(400, 404, 409),
-    )
-
-
-OPERATIONS: tuple[Operation, ...] = (
-    Operation(
-        "GET",
-        "/memories",
-        "listMemories",
-        "List memory entries, oldest first; archived entries only with status=archived",
-        "memory",
-        "MemoryPage",
-        parameters=(
-            _query("q", _STRING, "trimmed, case-insensitive literal substring of the title or body"),
-            _query("scope", _STRING, "exact scope (trimmed)"),
-            _query("kind", _STRING, "exact kind (trimmed)"),
-            _query("status", _STRING, "exact status (trimmed); archived lists archived entries"),
-            _query("limit", _LIMIT_200, "page size, 1..200"),
-            _CURSOR,
-        ),
-        errors=(400,),
-    ),
-    Operation(
-        "POST",
-        "/memories",
-        "createMemory",
-        "Create a memory entry (revision 1, provenance edges, secrets redacted)",
-        "memory",
-        "MemoryAnswer",
-        status=201,
-        body="MemoryCreate",
-        body_required=True,
-        errors=(400,),
-    ),
-    Operation(
-        "GET",
-        "/memories/{memory_id}",
-        "getMemory",
-        "One memory entry (archived included); follow_aliases resolves to the canonical entry",
-        "memory",
-        "MemoryDetail",
-        parameters=(
-            _MEMORY_ID,
-            _query("follow_aliases", {"type": "boolean", "default": False}, "resolve the alias chain"),
-        ),
-        errors=(400, 404, 409),
-    ),
-    Operation(
-        "GET",
-        "/memories/{memory_id}/revisions",
-        "listRevisions",
-        "The revision history, by revision number",
-        "memory",
-        "RevisionList",
-        parameters=(_MEMORY_ID,),
-        errors=(404,),
-    ),
-    Operation(
-        "POST",
-        "/memories/{memory_id}/revisions",
-        "createRevision",
-        "Revise the body (and title); 409 when expected_revision is not the current revision",
-        "memory",
-        "RevisionAnswer",
-        parameters=(_MEMORY_ID,),
-        body="RevisionCreate",
-        body_required=True,
-        errors=(400, 404, 409),
-    ),
-    Operation(
-        "GET",
-        "/memories/{memory_id}/diff",
-        "diffRevisions",
-        "Unified diff of title and body between two revisions",
-        "memory",
-        "Diff",
-        parameters=(
-            _MEMORY_ID,
-            _query(
-                "from", {"type": "string", "default": "1", "maxLength": 20}, "a revision number or latest"
-            ),
-            _query(
-                "to", {"type": "string", "default": "latest", "maxLength": 20}, "a revision number or latest"
-            ),
-        ),
-        errors=(404,),
-    ),
-    Operation(
-        "GET",
-        "/memories/{memory_id}/graph",
-        "aliasGraph",
-        "Alias rows, the resolved canonical chain (with cycle detection) and the IDs resolving here",
-        "memory",
-        "Graph",
-        parameters=(_MEMORY_ID,),
-        errors=(404,),
-    ),
-    Operation(
-        "GET",
-        "/memories/{memory_id}/source-chain",
-        "sourceChain",
-        "Provenance edges, following memory sources down to depth levels; missing sources marked",
-        "memory",
-        "SourceChain",
-        parameters=(
-            _MEMORY_ID,
-            _query(
-                "depth", {"type": "integer", "minimum": 1, "maximum": 10, "default": 1}, "levels to follow"
-            ),
-        ),
-        errors=(400, 404),
-    ),
-    Operation(
-        "POST",
-        "/memories/{memory_id}/merge",
-        "mergeMemory",
-        "Merge into a new canonical M-merge entry; both inputs become merged and aliases of it",
-        "memory",
-        "MergeAnswer",
-        status=201,
-        parameters=(_MEMORY_ID, _TARGET),
-        body="EmptyBody",
-        errors=(400, 404, 409),
-    ),
-    Operation(
-        "POST",
-        "/memories/{memory_id}/merge-legacy",
-        "mergeMemoryLegacy",
-        "The legacy merge: mark this entry merged with merged_into in its provenance",
-        "memory",
-        "MemoryAnswer",
-        parameters=(_MEMORY_ID, _TARGET),
-        body="EmptyBody",
-        errors=(400, 404, 409),
-    ),
-    _action("pin", "Pin an unpinned live entry"),
-    _action("unpin", "Unpin a pinned entry"),
-    _action("archive", "Archive a live entry (its status is kept for restore)"),
-    _action("restore", "Restore an archived entry to its status before archiving"),
-    Operation(
-        "POST",
-        "/memories/{memory_id}/resynthesize",
-        "resynthesizeMemory",
-        "Record a resynthesis request; it moves to completed or failed when the provider fulfils it",
-        "memory",
-        "ResynthesisAnswer",
-        status=202,
-        parameters=(_MEMORY_ID,),
-        body="ResynthesisCreate",
-        errors=(400, 404, 409),
-    ),
-    Operation(
-        "GET",
-        "/proposals",
-        "listProposals",
-        "List proposals with status and consensus",
-        "work",
-        "ProposalPage",
-        parameters=(
-            _query("status", _STRING, "one proposal status"),
-            _query("task_id", _STRING, "proposals of one task"),
-            _query("limit", _LIMIT_200, "page size, 1..200"),
-            _CURSOR,
-        ),
-        errors=(400,),
-    ),
-    Operation(
-        "GET",
-        "/proposals/{proposal_id}",
-        "getProposal",
-        "One proposal with its patch versions, votes (and whether each counts) and consensus",
-        "work",
-        "ProposalDetail",
-        parameters=(_PROPOSAL_ID,),
-    ),
-    Operation(
-        "GET",
-        "/proposals/{proposal_id}/timeline",
-        "proposalTimeline",
-        "The proposal's timeline, oldest first",
-        "work",
-        "Timeline",
-        parameters=(_PROPOSAL_ID,),
-    ),
-    Operation(
-        "GET",
-        "/proposals/{proposal_id}/patch",
-        "proposalPatch",
-        "The current (or given) patch version as text, verified against its SHA-256",
-        "work",
-        None,
-        parameters=(_PROPOSAL_ID, _query("version", {"type": "integer", "minimum": 1}, "a patch version")),
-        errors=(400, 404, 409),
-    ),
-    Operation(
-        "GET",
-        "/events",
-        "listEvents",
-        "Events after an ID, oldest first",
-        "events",
-        "EventPage",
-        parameters=(
-            _query(
-                "after", {"type": "integer", "minimum": 0, "default": 0}, "the last event ID already seen"
-            ),
-            _query("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}, "page size"),
-            _query("proposal_id", _STRING, "events of one proposal"),
-        ),
-        errors=(400,),
-    ),
-)
-"""Every route under ``/api/v1`` except the two the document describes by hand (stream, itself)."""
-
-
 def _object(required: list[str], properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An object schema with ``required`` keys and, if given, the schemas of its ``properties``."""
     schema: dict[str, Any] = {"type": "object", "required": required}
     if properties:
         schema["properties"] = properties
@@ -331,6 +65,7 @@ _MEMORY_FIELDS = {
 
 
 def _response_schemas() -> dict[str, Any]:
+    """The component schemas of the success and error bodies (the request bodies come from pydantic)."""
     page = {"next_cursor": {"type": ["string", "null"]}}
     return {
         "Error": _object(
@@ -406,6 +141,7 @@ _ERROR_TEXT = {
 
 
 def _operation(op: Operation) -> dict[str, Any]:
+    """The OpenAPI operation object of ``op``: parameters, request body and every response."""
     parameters = list(op.parameters)
     if op.mutation:
         parameters += [
@@ -450,6 +186,7 @@ def _operation(op: Operation) -> dict[str, Any]:
 
 
 def _manual_paths() -> dict[str, Any]:
+    """The path items of the two routes not in the table: the event stream and this document."""
     unauthorized = {
         "description": _ERROR_TEXT[401],
         "content": {"application/json": {"schema": _ref("Error")}},
@@ -462,10 +199,10 @@ def _manual_paths() -> dict[str, Any]:
                 "tags": ["events"],
                 "x-streaming": True,
                 "parameters": [
-                    _query(
+                    query_param(
                         "after", {"type": "integer", "minimum": 0}, "start after this event ID (default: now)"
                     ),
-                    _query("proposal_id", _STRING, "events of one proposal"),
+                    query_param("proposal_id", STRING_SCHEMA, "events of one proposal"),
                     {
                         "name": "Last-Event-ID",
                         "in": "header",
