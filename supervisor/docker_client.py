@@ -1,27 +1,25 @@
 """The Docker engine behind a small async interface: worker threads, bounded retries, our errors.
 
-Two layers:
+:class:`DockerClient` wraps a blocking :class:`~supervisor.docker_backend.DockerBackend` (the docker
+SDK in production, :mod:`supervisor.fake_docker` in tests). It runs every backend call in a worker
+thread behind an :class:`anyio.CapacityLimiter`, retries transient failures with tenacity (bounded
+attempts, jittered exponential waits, see :class:`RetryPolicy`), and translates whatever is left at
+this boundary:
 
-* :class:`DockerBackend` is the handful of blocking engine calls the launcher and the reaper need.
-  :class:`SdkDockerBackend` implements it with the docker SDK; :mod:`supervisor.fake_docker` implements
-  it in memory with injected faults, for tests only. Backends raise the SDK's own exceptions
-  (``docker.errors.APIError``, ``requests`` connection errors), so the layer above is tested against
-  exactly what the SDK raises.
-* :class:`DockerClient` runs every backend call in a worker thread behind an
-  :class:`anyio.CapacityLimiter`, retries transient failures with tenacity (bounded attempts, jittered
-  exponential waits), and translates whatever is left at this boundary:
-
-  ======================================================  ==========================================
-  failure                                                 outcome
-  ======================================================  ==========================================
-  connection refused/reset, socket missing, timeouts      retried; then :class:`DockerUnavailable`
-  HTTP 500, 502, 503, 504 from the engine                 retried; then :class:`LaunchFailed`
-  HTTP 404 image not found, 400, 409 and other 4xx        not retried: :class:`LaunchFailed`
-  ======================================================  ==========================================
+======================================================  ==========================================
+failure                                                 outcome
+======================================================  ==========================================
+connection refused/reset, socket missing, timeouts      retried; then :class:`DockerUnavailable`
+HTTP 500, 502, 503, 504 from the engine                 retried; then :class:`LaunchFailed`
+HTTP 404 image not found, 400, 409 and other 4xx        not retried: :class:`LaunchFailed`
+======================================================  ==========================================
 
 ``wait`` is not retried blindly: it waits until the container stops or the deadline passes, resuming
 after a transient error with whatever time remains. Blocking waits use their own limiter, so long
 waits never starve the short calls.
+
+The backend names (:class:`ContainerSummary`, :class:`DockerBackend`, :class:`SdkDockerBackend`,
+:func:`is_transient`) live in :mod:`supervisor.docker_backend` and are re-exported from here.
 """
 
 from __future__ import annotations
@@ -29,16 +27,14 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-import docker
 import docker.errors
-import requests.exceptions
 import structlog
 from tenacity import (
     AsyncRetrying,
@@ -49,6 +45,14 @@ from tenacity import (
 )
 
 from store.errors import DockerUnavailable, LaunchFailed, RoundtableError
+from supervisor.docker_backend import (
+    ContainerSummary,
+    DockerBackend,
+    SdkDockerBackend,
+    exception_chain,
+    is_connection_failure,
+    is_transient,
+)
 
 __all__ = [
     "ContainerSummary",
@@ -61,127 +65,6 @@ __all__ = [
 
 _T = TypeVar("_T")
 _log = structlog.get_logger("roundtable.docker")
-_TRANSIENT_STATUS = frozenset({500, 502, 503, 504})
-_API_TIMEOUT = 60.0
-_CONNECTION_ERRORS = (
-    requests.exceptions.ConnectionError,
-    requests.exceptions.Timeout,
-    ConnectionError,
-    TimeoutError,
-)
-
-
-@dataclass(frozen=True)
-class ContainerSummary:
-    """One container as listed by the engine."""
-
-    id: str
-    name: str
-    labels: Mapping[str, str]
-    state: str
-
-
-class DockerBackend(Protocol):
-    """The blocking engine calls Roundtable makes; implementations raise the docker SDK's errors."""
-
-    def ping(self) -> None:
-        """Raise unless the engine answers."""
-
-    def create(self, kwargs: Mapping[str, Any]) -> str:
-        """``containers.create(**kwargs)``; return the new container's id."""
-
-    def start(self, container: str) -> None:
-        """Start a created container."""
-
-    def wait(self, container: str, timeout: float) -> int | None:
-        """Block until the container stops (its exit status) or ``timeout`` passes (None)."""
-
-    def kill(self, container: str) -> None:
-        """SIGKILL a running container."""
-
-    def inspect(self, container: str) -> dict[str, Any]:
-        """The engine's inspect document of a container (by id or name)."""
-
-    def logs(self, container: str, *, tail_lines: int) -> Iterator[bytes]:
-        """Stream the last ``tail_lines`` lines of stdout and stderr as chunks of bytes."""
-
-    def remove(self, container: str) -> None:
-        """Force-remove a container (killing it first if it runs)."""
-
-    def list_labelled(self, label: str) -> list[ContainerSummary]:
-        """Every container, running or not, with ``label`` (``key`` or ``key=value``)."""
-
-    def close(self) -> None:
-        """Release the connection pool."""
-
-
-class SdkDockerBackend:
-    """:class:`DockerBackend` over the docker SDK (``docker.from_env`` unless a ``base_url`` is given).
-
-    Each method does what the protocol method of the same name documents.
-    """
-
-    def __init__(self, base_url: str | None = None, *, timeout: float = _API_TIMEOUT):
-        # Constructing the client asks the engine for its API version, so this raises when it is down.
-        if base_url is None:
-            self._client = docker.from_env(timeout=timeout)
-        else:
-            self._client = docker.DockerClient(base_url=base_url, timeout=timeout)
-        self._api = self._client.api
-
-    def ping(self) -> None:
-        self._client.ping()
-
-    def create(self, kwargs: Mapping[str, Any]) -> str:
-        return str(self._client.containers.create(**kwargs).id)
-
-    def start(self, container: str) -> None:
-        self._api.start(container)
-
-    def wait(self, container: str, timeout: float) -> int | None:
-        try:
-            result = self._api.wait(container, timeout=max(timeout, 0.001))
-        except requests.exceptions.ReadTimeout:
-            return None
-        except requests.exceptions.ConnectionError as exc:
-            # urllib3 can report a read timeout wrapped in a connection error.
-            if "read timed out" in str(exc).lower():
-                return None
-            raise
-        return int(result["StatusCode"])
-
-    def kill(self, container: str) -> None:
-        self._api.kill(container)
-
-    def inspect(self, container: str) -> dict[str, Any]:
-        return dict(self._api.inspect_container(container))
-
-    def logs(self, container: str, *, tail_lines: int) -> Iterator[bytes]:
-        # Not streamed: on an error answer (a container removed from outside, say) the SDK raises
-        # before handing back a streamed response, which then keeps its socket open. The engine
-        # caps a role's log file at 1 MB (LOG_CONFIG), so the whole tail fits in memory.
-        data = self._api.logs(
-            container, stdout=True, stderr=True, stream=False, follow=False, tail=tail_lines
-        )
-        yield data if isinstance(data, bytes) else str(data).encode()
-
-    def remove(self, container: str) -> None:
-        self._api.remove_container(container, force=True, v=True)
-
-    def list_labelled(self, label: str) -> list[ContainerSummary]:
-        rows = self._api.containers(all=True, filters={"label": label})
-        return [
-            ContainerSummary(
-                id=str(row["Id"]),
-                name=str((row.get("Names") or ["?"])[0]).lstrip("/"),
-                labels=dict(row.get("Labels") or {}),
-                state=str(row.get("State") or ""),
-            )
-            for row in rows
-        ]
-
-    def close(self) -> None:
-        self._client.close()
 
 
 @dataclass(frozen=True)
@@ -191,36 +74,6 @@ class RetryPolicy:
     attempts: int = 4
     initial_wait: float = 0.2
     max_wait: float = 2.0
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Whether retrying ``exc`` may succeed: lost connections, timeouts, 5xx answers of the engine."""
-    for link in _chain(exc):
-        # APIError subclasses requests' HTTPError: look at its status before anything else.
-        if isinstance(link, docker.errors.APIError):
-            return link.status_code in _TRANSIENT_STATUS
-        if isinstance(
-            link,
-            requests.exceptions.ConnectionError
-            | requests.exceptions.Timeout
-            | ConnectionError
-            | TimeoutError,
-        ):
-            return True
-    return False
-
-
-def _is_connection_failure(exc: BaseException) -> bool:
-    return not any(isinstance(link, docker.errors.APIError) for link in _chain(exc)) and is_transient(exc)
 
 
 def _status(exc: BaseException) -> int | None:
@@ -251,7 +104,7 @@ def _release_sockets(exc: BaseException) -> None:
     when ``connect`` fails; the socket lives as long as the traceback and then warns. We keep the
     translated error chained to the original, so close such sockets now.
     """
-    for link in _chain(exc):
+    for link in exception_chain(exc):
         tb = link.__traceback__
         while tb is not None:
             for value in list(tb.tb_frame.f_locals.values()):
@@ -276,7 +129,7 @@ def _translate(exc: BaseException, what: str) -> RoundtableError:
         )
     if status is not None:
         return LaunchFailed(f"{what}: the Docker engine answered {status}: {_explain(exc)}", details=details)
-    if _is_connection_failure(exc) or isinstance(exc, docker.errors.DockerException | OSError):
+    if is_connection_failure(exc) or isinstance(exc, docker.errors.DockerException | OSError):
         return DockerUnavailable(
             f"cannot reach the Docker engine at {_engine_address()} ({what}: {_explain(exc)}); "
             "is it running, and may this user use its socket?",

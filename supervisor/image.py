@@ -14,7 +14,8 @@ Two paths, chosen by ``offline``:
 * registry (``offline=False``): ``FROM python:3.11-slim``, pulled by the engine;
 * offline (``offline=True``): ``deploy/build-base.sh`` bootstraps a minimal Debian with ``python3`` from
   the mirror of this machine's apt configuration, and the tarball is imported as
-  ``roundtable-base:<suite>``; an existing base image is reused. This step needs root and debootstrap.
+  ``roundtable-base:<suite>``; an existing base image is reused. This step needs root and debootstrap
+  and lives in :mod:`supervisor.base_image`.
 
 Either way the wheels (roundtable, its dependencies and pip) are built on the host with ``pip wheel``
 and installed in the image with ``--no-index``; nothing in the image build reaches the network.
@@ -28,7 +29,6 @@ from __future__ import annotations
 import collections
 import gc
 import hashlib
-import os
 import re
 import shutil
 import subprocess
@@ -36,8 +36,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -47,7 +46,16 @@ from typing import Any
 import docker
 import docker.errors
 
-from store.errors import DockerUnavailable, InternalError
+from supervisor.base_image import BASE_REPOSITORY, ensure_base_image
+from supervisor.image_common import (
+    ERROR_TAIL,
+    DockerUnavailableError,
+    ImageBuildError,
+    Progress,
+    docker_step,
+    get_image,
+    run_streaming,
+)
 
 __all__ = [
     "BASE_REPOSITORY",
@@ -64,7 +72,6 @@ __all__ = [
 ]
 
 ROLE_REPOSITORY = "roundtable-role"
-BASE_REPOSITORY = "roundtable-base"
 REGISTRY_BASE = "python:3.11-slim"
 LABEL_VERSION = "org.opencontainers.image.version"
 LABEL_REVISION = "org.opencontainers.image.revision"
@@ -75,17 +82,6 @@ _PACKAGING_FILES = ("README.md", "LICENSE", "MANIFEST.in", "setup.cfg", "setup.p
 _SKIPPED_PARTS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 _COPY_IGNORE = shutil.ignore_patterns(*_SKIPPED_PARTS, "*.pyc", "*.pyo", "*.egg-info")
 _DOCKER_TIMEOUT = 900.0
-_ERROR_TAIL = 40
-
-Progress = Callable[[str], None]
-
-
-class ImageBuildError(InternalError):
-    """The role image (or its offline base) could not be built; the message says which step failed."""
-
-
-class DockerUnavailableError(DockerUnavailable):
-    """The Docker engine cannot be reached (not running, or no permission on its socket)."""
 
 
 @dataclass(frozen=True)
@@ -180,12 +176,12 @@ def build_role_image(
     client = _client()
     try:
         if offline:
-            base_tag, base_id = _ensure_base_image(client, root, progress, rebuild=rebuild_base)
+            base_tag, base_id = ensure_base_image(client, root, progress, rebuild=rebuild_base)
             base, base_key = base_tag, f"{base_tag}@{base_id}"
         else:
             base = base_key = REGISTRY_BASE
         digest = source_hash(root, base_key)
-        previous = _get_image(client, tag)
+        previous = get_image(client, tag)
         if previous is not None and previous.labels.get(LABEL_SOURCE_HASH) == digest and not force:
             progress(f"image: {tag} is up to date ({previous.id[7:19]})")
             return ImageBuildResult(tag, str(previous.id), False, time.monotonic() - started)
@@ -219,7 +215,7 @@ def inspect_role_image(tag: str | None = None) -> ImageStatus | None:
     tag = tag or role_image_tag()
     client = _client()
     try:
-        image = _get_image(client, tag)
+        image = get_image(client, tag)
         if image is None:
             return None
         attrs: dict[str, Any] = image.attrs
@@ -261,23 +257,6 @@ def _client() -> Any:
     )
 
 
-@contextmanager
-def _docker_step(what: str) -> Iterator[None]:
-    """Turn Docker SDK and transport errors raised during ``what`` into :class:`ImageBuildError`."""
-    try:
-        yield
-    except (docker.errors.DockerException, OSError) as exc:
-        raise ImageBuildError(f"{what} failed: {exc}") from exc
-
-
-def _get_image(client: Any, ref: str) -> Any:
-    with _docker_step(f"looking up image {ref}"):
-        try:
-            return client.images.get(ref)
-        except docker.errors.ImageNotFound:
-            return None
-
-
 def _repo_root(repo_root: Path | None) -> Path:
     root = (repo_root or Path(__file__).resolve().parent.parent).resolve()
     for needed in ("pyproject.toml", "deploy/Dockerfile", "deploy/build-base.sh"):
@@ -287,85 +266,6 @@ def _repo_root(repo_root: Path | None) -> Path:
                 "from the repository, pass repo_root"
             )
     return root
-
-
-def _run_streaming(argv: list[str], what: str, progress: Progress, *, prefix: str) -> None:
-    """Run ``argv``; forward output lines starting with ``prefix`` and report the tail on failure."""
-    tail: collections.deque[str] = collections.deque(maxlen=_ERROR_TAIL)
-    try:
-        proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
-        )
-    except OSError as exc:
-        raise ImageBuildError(f"{what} failed: cannot run {argv[0]}: {exc}") from exc
-    assert proc.stdout is not None
-    with proc:
-        for raw in proc.stdout:
-            line = raw.rstrip()
-            if line.startswith(prefix):
-                progress(line)
-            elif line:
-                tail.append(line)
-    if proc.returncode != 0:
-        detail = "\n".join(tail)
-        raise ImageBuildError(f"{what} failed (exit status {proc.returncode}):\n{detail}")
-
-
-def _apt_main_source(script: Path) -> tuple[str, str]:
-    """The (mirror, suite) of the machine's main Debian archive, as ``build-base.sh`` reads it."""
-    proc = subprocess.run(
-        ["bash", str(script), "--print-source"], capture_output=True, text=True, check=False
-    )
-    fields = proc.stdout.split()
-    if proc.returncode != 0 or len(fields) != 2:
-        raise ImageBuildError(
-            f"cannot find the Debian mirror in the apt configuration: {proc.stderr.strip()}"
-        )
-    return fields[0], fields[1]
-
-
-def _ensure_base_image(client: Any, root: Path, progress: Progress, *, rebuild: bool) -> tuple[str, str]:
-    """Make sure ``roundtable-base:<suite>`` exists; return its tag and image id."""
-    script = root / "deploy" / "build-base.sh"
-    mirror, suite = _apt_main_source(script)
-    base_tag = f"{BASE_REPOSITORY}:{suite}"
-    existing = _get_image(client, base_tag)
-    if existing is not None and not rebuild:
-        progress(f"base: {base_tag} present ({existing.id[7:19]})")
-        return base_tag, str(existing.id)
-    if os.geteuid() != 0:
-        raise ImageBuildError(
-            f"building the offline base {base_tag} runs debootstrap, which needs root: run "
-            "`sudo deploy/build-base.sh base.tar` and `docker import base.tar " + base_tag + "`, "
-            "or build once as root"
-        )
-    if shutil.which("debootstrap", path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin") is None:
-        raise ImageBuildError("debootstrap is not installed: run `make host-deps` (deploy/host-deps.sh)")
-    with tempfile.TemporaryDirectory(prefix="roundtable-base-") as tmp:
-        tarball = Path(tmp) / f"base-{suite}.tar"
-        _run_streaming(
-            ["bash", str(script), str(tarball), suite, mirror],
-            "bootstrapping the offline base (deploy/build-base.sh)",
-            progress,
-            prefix="base:",
-        )
-        progress(f"base: importing as {base_tag}")
-        changes = [
-            "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "ENV LANG=C.UTF-8",
-            'CMD ["python3"]',
-            f"LABEL roundtable.base-suite={suite} roundtable.base-mirror={mirror}",
-        ]
-        with _docker_step(f"importing {base_tag}"):
-            client.api.import_image_from_file(
-                str(tarball), repository=BASE_REPOSITORY, tag=suite, changes=changes
-            )
-    image = _get_image(client, base_tag)
-    if image is None:
-        raise ImageBuildError(f"docker import reported success but {base_tag} does not exist")
-    if existing is not None and existing.id != image.id:
-        _remove_quietly(client, str(existing.id))
-    return base_tag, str(image.id)
 
 
 def _snapshot_sources(root: Path, source: Path) -> Path:
@@ -389,7 +289,7 @@ def _build_wheels(source: Path, wheels: Path, progress: Progress) -> None:
     """Build roundtable from ``source``, its dependencies and pip into the wheelhouse ``wheels``."""
     progress(f"wheels: building roundtable and its dependencies with {sys.executable} -m pip")
     argv = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"]
-    _run_streaming(
+    run_streaming(
         [*argv, "--wheel-dir", str(wheels), str(source), "pip"],
         "building wheels (pip wheel)",
         progress,
@@ -420,9 +320,9 @@ def _docker_build(
     client: Any, context: Path, tag: str, buildargs: dict[str, str], progress: Progress, *, offline: bool
 ) -> str:
     """Run the classic builder on ``context``, streaming its steps to ``progress``; return the image id."""
-    tail: collections.deque[str] = collections.deque(maxlen=_ERROR_TAIL)
+    tail: collections.deque[str] = collections.deque(maxlen=ERROR_TAIL)
     error: str | None = None
-    with _docker_step(f"docker build of {tag}"):
+    with docker_step(f"docker build of {tag}"):
         stream = client.api.build(
             path=str(context),
             dockerfile="Dockerfile",
@@ -451,16 +351,10 @@ def _docker_build(
         )
         detail = "\n".join(tail)
         raise ImageBuildError(f"docker build of {tag} failed: {error}{hint}\n{detail}".rstrip())
-    image = _get_image(client, tag)
+    image = get_image(client, tag)
     if image is None:
         raise ImageBuildError(f"docker build reported success but {tag} does not exist")
     return str(image.id)
-
-
-def _remove_quietly(client: Any, image_id: str) -> None:
-    """Remove an image we replaced; one still used by a container stays (docker refuses)."""
-    with suppress(docker.errors.DockerException, OSError):
-        client.images.remove(image_id)
 
 
 def _prune_leftovers(client: Any, progress: Progress) -> None:
