@@ -17,11 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from capabilities.dispatch import call_tool
-from capabilities.principals import local_operator
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from store import init_project, open_store
+from supervisor.project import operator_call
 from supervisor.supervisor import Supervisor
 from supervisor.timeline_text import render_timeline
 
@@ -46,14 +44,6 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
-async def _tool(services: Services, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    outcome = await call_tool(services, build_registry(), local_operator("demo-operator"), name, arguments)
-    if outcome.error is not None:
-        raise outcome.error
-    assert outcome.result is not None
-    return outcome.result
-
-
 async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
     """Run the demo in ``root`` (or a fresh temporary directory, removed afterwards)."""
     scratch = Path(root) if root else Path(tempfile.mkdtemp(prefix="roundtable-demo-"))
@@ -66,7 +56,7 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
         try:
             _say(f"scratch project: {paths.root}")
             decision = (
-                await _tool(
+                await operator_call(
                     services,
                     "memory.record",
                     {
@@ -79,7 +69,7 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
                     },
                 )
             )["entry"]
-            await _tool(
+            await operator_call(
                 services,
                 "memory.record",
                 {
@@ -90,8 +80,8 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
                 },
             )
             _say(f"recorded decision {decision['id']}: {decision['title']}")
-            task = (await _tool(services, "task.create", {"title": "Look users up by name"}))["task"]
-            created = await _tool(
+            task = (await operator_call(services, "task.create", {"title": "Look users up by name"}))["task"]
+            created = await operator_call(
                 services,
                 "proposal.create",
                 {
@@ -104,7 +94,7 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
             )
             proposal_id = created["proposal"]["id"]
             _say(f"proposal {proposal_id} adds raw SQL to app/users.py")
-            await _tool(services, "proposal.request_review", {"proposal_id": proposal_id})
+            await operator_call(services, "proposal.request_review", {"proposal_id": proposal_id})
             _say("review requested: reviewer-1 and reviewer-2 may vote; the MemoryOracle is advisory")
 
             def progress(phase: str, details: dict[str, Any]) -> None:
@@ -114,7 +104,7 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
                 result = await supervisor.launch_role(
                     "memory_oracle", proposal_id, provider="lexical", on_phase=progress
                 )
-            timeline = await _tool(services, "proposal.timeline", {"proposal_id": proposal_id})
+            timeline = await operator_call(services, "proposal.timeline", {"proposal_id": proposal_id})
         finally:
             store.close()
         _say(f"launch {result.launch.id} {result.launch.status}; {len(result.warnings)} warning(s)")

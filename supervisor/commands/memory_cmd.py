@@ -11,22 +11,9 @@ from typing import Any
 
 import anyio
 
-from capabilities.dispatch import call_tool
-from capabilities.principals import local_operator
-from capabilities.tools import build_registry
-from supervisor.project import open_services
+from supervisor.project import run_operator_tool
 
-__all__ = ["register", "run_tool"]
-
-
-async def run_tool(root: str | None, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Call ``tool`` as the local operator; the answer, or ``{"error": ...}``."""
-    with open_services(root) as services:
-        outcome = await call_tool(services, build_registry(), local_operator(), tool, arguments)
-    if outcome.error is not None:
-        raise outcome.error
-    assert outcome.result is not None
-    return outcome.result
+__all__ = ["register"]
 
 
 def _drop_none(**values: Any) -> dict[str, Any]:
@@ -37,7 +24,7 @@ async def _record(args: argparse.Namespace) -> dict[str, Any]:
     body = args.body_md
     if args.body_file is not None:
         body = await anyio.Path(args.body_file).read_text(encoding="utf-8")
-    return await run_tool(
+    return await run_operator_tool(
         args.root,
         "memory.record",
         _drop_none(
@@ -54,7 +41,7 @@ async def _record(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _query(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_tool(
+    return await run_operator_tool(
         args.root,
         "memory.query",
         _drop_none(
@@ -69,7 +56,7 @@ async def _query(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _summarize(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_tool(
+    return await run_operator_tool(
         args.root,
         "memory.summarize",
         _drop_none(scope=args.scope, task_id=args.task_id, proposal_id=args.proposal_id),
@@ -77,7 +64,7 @@ async def _summarize(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _mark_stale(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_tool(
+    return await run_operator_tool(
         args.root, "memory.mark_stale", {"memory_id": args.memory_id, "reason_md": args.reason_md}
     )
 

@@ -16,29 +16,12 @@ from typing import Any
 
 import anyio.to_thread
 
-from capabilities.dispatch import call_tool
-from capabilities.principals import local_operator
-from capabilities.services import Services
-from capabilities.tools import build_registry
 from store.diffs import decode_patch
 from store.errors import InvalidArgument
-from supervisor.project import open_project, open_services
+from supervisor.project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.timeline_text import render_timeline
 
 __all__ = ["register"]
-
-
-async def _tool(services: Services, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    outcome = await call_tool(services, build_registry(), local_operator(), tool, arguments)
-    if outcome.error is not None:
-        raise outcome.error
-    assert outcome.result is not None
-    return outcome.result
-
-
-async def _run(root: str | None, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    with open_services(root) as services:
-        return await _tool(services, tool, arguments)
 
 
 def _read_patch_file(name: str, max_bytes: int) -> str:
@@ -60,7 +43,7 @@ async def _with_patch(
     with open_services(root) as services:
         limit = services.store.config.policy.max_patch_bytes
         text = await anyio.to_thread.run_sync(_read_patch_file, patch_file, limit)
-        return await _tool(services, tool, {**arguments, "patch": text})
+        return await operator_call(services, tool, {**arguments, "patch": text})
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -71,7 +54,7 @@ def _given(**values: Any) -> dict[str, Any]:
 
 
 async def _task_create(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(
+    return await run_operator_tool(
         args.root,
         "task.create",
         _given(
@@ -85,11 +68,11 @@ async def _task_create(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _task_get(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(args.root, "task.get", {"task_id": args.task_id})
+    return await run_operator_tool(args.root, "task.get", {"task_id": args.task_id})
 
 
 async def _task_list(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(
+    return await run_operator_tool(
         args.root, "task.list", _given(status=args.status, limit=args.limit, cursor=args.cursor)
     )
 
@@ -115,16 +98,16 @@ async def _proposal_attach(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _proposal_get(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(args.root, "proposal.get", {"proposal_id": args.proposal_id})
+    return await run_operator_tool(args.root, "proposal.get", {"proposal_id": args.proposal_id})
 
 
 async def _proposal_list(args: argparse.Namespace) -> dict[str, Any]:
     arguments = _given(task_id=args.task, status=args.status, limit=args.limit, cursor=args.cursor)
-    return await _run(args.root, "proposal.list", arguments)
+    return await run_operator_tool(args.root, "proposal.list", arguments)
 
 
 async def _review_request(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(args.root, "proposal.request_review", {"proposal_id": args.proposal_id})
+    return await run_operator_tool(args.root, "proposal.request_review", {"proposal_id": args.proposal_id})
 
 
 async def _vote_cast(args: argparse.Namespace) -> dict[str, Any]:
@@ -134,7 +117,7 @@ async def _vote_cast(args: argparse.Namespace) -> dict[str, Any]:
         "vote": args.vote,
         "reason_md": args.reason,
     }
-    return await _run(args.root, "vote.cast", arguments)
+    return await run_operator_tool(args.root, "vote.cast", arguments)
 
 
 async def _vote_list(args: argparse.Namespace) -> dict[str, Any]:
@@ -143,7 +126,7 @@ async def _vote_list(args: argparse.Namespace) -> dict[str, Any]:
         patch_version=args.version,
         counting_only=True if args.counting else None,
     )
-    return await _run(args.root, "vote.list", arguments)
+    return await run_operator_tool(args.root, "vote.list", arguments)
 
 
 async def _decision_record(args: argparse.Namespace) -> dict[str, Any]:
@@ -154,23 +137,27 @@ async def _decision_record(args: argparse.Namespace) -> dict[str, Any]:
         rationale_md=args.rationale,
         supersedes=args.supersedes,
     )
-    return await _run(args.root, "decision.record", arguments)
+    return await run_operator_tool(args.root, "decision.record", arguments)
 
 
 async def _patch_validate(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(args.root, "patch.validate", _given(proposal_id=args.proposal_id, version=args.version))
+    return await run_operator_tool(
+        args.root, "patch.validate", _given(proposal_id=args.proposal_id, version=args.version)
+    )
 
 
 async def _patch_apply(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(args.root, "patch.apply", {"proposal_id": args.proposal_id})
+    return await run_operator_tool(args.root, "patch.apply", {"proposal_id": args.proposal_id})
 
 
 async def _patch_reject(args: argparse.Namespace) -> dict[str, Any]:
-    return await _run(args.root, "patch.reject", {"proposal_id": args.proposal_id, "reason_md": args.reason})
+    return await run_operator_tool(
+        args.root, "patch.reject", {"proposal_id": args.proposal_id, "reason_md": args.reason}
+    )
 
 
 async def _timeline(args: argparse.Namespace) -> dict[str, Any]:
-    body = await _run(args.root, "proposal.timeline", {"proposal_id": args.proposal_id})
+    body = await run_operator_tool(args.root, "proposal.timeline", {"proposal_id": args.proposal_id})
     if args.json:
         return body
     return {"message": render_timeline(body)}
