@@ -18,21 +18,17 @@ from typing import Any
 
 import anyio
 
-from capabilities.dispatch import call_tool
-from capabilities.principals import local_operator
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from store import Store, init_project, open_store
 from supervisor.demo import DEMO_PATCH
 from supervisor.image import role_image_tag
 from supervisor.logging import configure_logging
+from supervisor.project import operator_call
 from supervisor.supervisor import Supervisor
 
 
 async def _tool(store: Store, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    outcome = await call_tool(Services(store=store), build_registry(), local_operator(), name, arguments)
-    assert outcome.result is not None, outcome.error
-    return outcome.result
+    return await operator_call(Services(store=store), name, arguments)
 
 
 async def _proposal(store: Store) -> str:

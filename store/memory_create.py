@@ -25,12 +25,11 @@ from store.memory_base import (
     require_text,
     revision_row,
 )
+from store.memory_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS
 from store.redaction import redact, redact_json
 
 __all__ = ["NewMemory", "create_in"]
 
-MAX_TITLE_CHARS = 1_000
-MAX_BODY_CHARS = 200_000
 MAX_TAGS = 100
 MAX_SOURCES = 100
 MAX_PROVENANCE_BYTES = 64 * 1024

@@ -7,12 +7,13 @@ oracle's tools): one projection, one set of limits, one validator.
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from store.errors import InvalidArgument
+from store.memory_base import MAX_LABEL_CHARS, valid_memory_id
+from store.memory_base import require_text as base_require_text
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -30,12 +31,10 @@ __all__ = [
     "require_text",
 ]
 
-MAX_LABEL_CHARS = 200  # scope, kind, status, IDs
 MAX_TITLE_CHARS = 1_000
 MAX_BODY_CHARS = 200_000
 MAX_QUERY_CHARS = 10_000
 _INT64_MAX = 2**63 - 1
-_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
 ENTRY_COLUMNS = ", ".join(
     f"m.{name}"
     for name in (
@@ -141,15 +140,8 @@ class SummaryResult:
 
 
 def require_text(name: str, value: object, *, limit: int) -> str:
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string")
-    if not value.strip():
-        raise InvalidArgument(f"{name} must not be blank")
-    if len(value) > limit:
-        raise InvalidArgument(f"{name} is longer than {limit} characters")
-    if "\x00" in value:
-        raise InvalidArgument(f"{name} must not contain NUL characters")
-    return value
+    """A required, nonblank text field of ``memory.record`` (``invalid_argument`` otherwise)."""
+    return base_require_text(name, value, code=InvalidArgument.code, limit=limit)
 
 
 def optional_int(name: str, value: object, default: int, *, minimum: int | None = None) -> int:
@@ -178,7 +170,7 @@ def optional_filter(name: str, value: object) -> str | None:
 def check_memory_id(value: object) -> str:
     """Validate a memory ID argument."""
     memory_id = require_text("memory_id", value, limit=MAX_LABEL_CHARS)
-    if not _ID_PATTERN.match(memory_id):
+    if not valid_memory_id(memory_id):
         raise InvalidArgument("memory_id may hold only letters, digits, '.', '_', ':' and '-'")
     return memory_id
 

@@ -30,12 +30,11 @@ from store.memory_base import (
     revision_row,
     revision_view,
 )
+from store.memory_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS
 from store.redaction import redact
 
 __all__ = ["diff_revisions", "list_revisions", "prepare_revision", "unified_diff"]
 
-MAX_TITLE_CHARS = 1_000
-MAX_BODY_CHARS = 200_000
 MAX_REASON_CHARS = 2_000
 _REVISION_LABEL = re.compile(r"^[1-9][0-9]{0,9}$")
 

@@ -12,7 +12,7 @@ status are settled in the same transaction.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from store.config import ProjectConfig
@@ -137,37 +137,25 @@ class ReviewStore:
             version = int(row["current_version"])
             previous = next((v for v in counting_votes(conn, id_v, version) if v.agent_id == agent_v), None)
             now = utc_now_iso()
-            vote_id = new_id("vote")
+            cast = Vote(
+                id=new_id("vote"),
+                proposal_id=id_v,
+                round_id=review.id,
+                agent_id=agent_v,
+                role=role,
+                patch_version=version,
+                vote=vote_v,
+                reason_md=reason_v,
+                replaces=previous.id if previous else None,
+                actor=actor,
+                created_at=now,
+                counts=True,
+            )
             conn.execute(
                 "INSERT INTO votes (id, proposal_id, round_id, agent_id, role, patch_version, vote,"
-                " reason_md, replaces, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    vote_id,
-                    id_v,
-                    review.id,
-                    agent_v,
-                    role,
-                    version,
-                    vote_v,
-                    reason_v,
-                    previous.id if previous else None,
-                    actor,
-                    now,
-                ),
-            )
-            cast = Vote(
-                vote_id,
-                id_v,
-                review.id,
-                agent_v,
-                role,
-                version,
-                vote_v,
-                reason_v,
-                previous.id if previous else None,
-                actor,
-                now,
-                counts=True,
+                " reason_md, replaces, actor, created_at) VALUES (:id, :proposal_id, :round_id, :agent_id,"
+                " :role, :patch_version, :vote, :reason_md, :replaces, :actor, :created_at)",
+                asdict(cast),
             )
             append_event(
                 conn,
@@ -176,7 +164,7 @@ class ReviewStore:
                 task_id=row["task_id"],
                 proposal_id=id_v,
                 payload={
-                    "vote_id": vote_id,
+                    "vote_id": cast.id,
                     "agent_id": agent_v,
                     "role": role,
                     "vote": vote_v,

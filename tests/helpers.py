@@ -6,9 +6,10 @@ import hashlib
 import sqlite3
 from pathlib import Path
 
-from store import ProjectPaths
+from store import ProjectPaths, Store
+from store.ids import new_id, utc_now_iso
 
-__all__ = ["project_snapshot"]
+__all__ = ["insert_proposal", "project_snapshot"]
 
 
 def project_snapshot(paths: ProjectPaths) -> dict[str, object]:
@@ -33,3 +34,22 @@ def project_snapshot(paths: ProjectPaths) -> dict[str, object]:
             files[str(path.relative_to(paths.patches_dir))] = hashlib.sha256(path.read_bytes()).hexdigest()
     snapshot["__patches__"] = files
     return snapshot
+
+
+def insert_proposal(store: Store, *, status: str = "in_review") -> tuple[str, str]:
+    """A task and a proposal on it, written straight into their tables (no patch file)."""
+    task_id, proposal_id, now = new_id("task"), new_id("proposal"), utc_now_iso()
+
+    def write(conn: sqlite3.Connection) -> None:
+        conn.execute(
+            "INSERT INTO tasks (id, title, created_by, created_at, updated_at) VALUES (?, 't', 'op', ?, ?)",
+            (task_id, now, now),
+        )
+        conn.execute(
+            "INSERT INTO proposals (id, task_id, agent_id, title, status, created_by, created_at, updated_at)"
+            " VALUES (?, ?, 'implementer-1', 'p', ?, 'op', ?, ?)",
+            (proposal_id, task_id, status, now, now),
+        )
+
+    store.db.write(write)
+    return task_id, proposal_id

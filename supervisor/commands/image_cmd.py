@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -90,15 +87,17 @@ def _check_image() -> dict[str, Any]:
 
 
 def _check_runtime_dir() -> dict[str, Any]:
-    base = Path(os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir())
+    # The same RuntimeRoot launches use: it refuses a base too long for socket paths, and
+    # ensure() creates (or checks) the private 0700 directories the launch directories go in.
+    from supervisor.runtime_dir import RuntimeRoot
+
     try:
-        with tempfile.TemporaryDirectory(prefix="rt-doctor-", dir=base) as probe:
-            socket_path = Path(probe) / "launch-0000" / "mcp.sock"
-            if len(str(socket_path).encode()) > 100:
-                return _check("runtime dir", False, f"{base} is too long for Unix socket paths")
-    except OSError as exc:
-        return _check("runtime dir", False, f"cannot create per-launch directories under {base}: {exc}")
-    return _check("runtime dir", True, f"{base} is writable and short enough for launch sockets")
+        root = RuntimeRoot("rtdoctor")
+        probe = root.ensure()
+        probe.rmdir()
+    except (OSError, RoundtableError) as exc:
+        return _check("runtime dir", False, f"launch directories cannot be made: {exc}")
+    return _check("runtime dir", True, f"{root.base} is private and short enough for launch sockets")
 
 
 def _check_database(root: str | None) -> dict[str, Any]:

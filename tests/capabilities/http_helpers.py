@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -15,29 +14,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
 from capabilities.transports import BoundAddress
-from store import Store
-from store.ids import new_id, utc_now_iso
+from tests.helpers import insert_proposal
 
 __all__ = ["body", "http_client", "insert_proposal", "mcp_client"]
-
-
-def insert_proposal(store: Store, *, status: str = "in_review") -> tuple[str, str]:
-    """A task and a proposal on it, written straight into their tables (no patch file)."""
-    task_id, proposal_id, now = new_id("task"), new_id("proposal"), utc_now_iso()
-
-    def write(conn: sqlite3.Connection) -> None:
-        conn.execute(
-            "INSERT INTO tasks (id, title, created_by, created_at, updated_at) VALUES (?, 't', 'op', ?, ?)",
-            (task_id, now, now),
-        )
-        conn.execute(
-            "INSERT INTO proposals (id, task_id, agent_id, title, status, created_by, created_at, updated_at)"
-            " VALUES (?, ?, 'implementer-1', 'p', ?, 'op', ?, ?)",
-            (proposal_id, task_id, status, now, now),
-        )
-
-    store.db.write(write)
-    return task_id, proposal_id
 
 
 @asynccontextmanager

@@ -9,13 +9,11 @@ from typing import Any
 
 import pytest
 
-from capabilities.dispatch import call_tool
-from capabilities.principals import local_operator
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from store import ProjectPaths, Store, open_store
 from supervisor.demo import DEMO_PATCH
 from supervisor.launch_spec import LABEL_SUPERVISOR, supervisor_id_for
+from supervisor.project import operator_call as project_operator_call
 
 _ORIGINAL = 'def find_user(db, name):\n    return db.query_builder.select("users").where(name=name).one()\n'
 
@@ -32,11 +30,8 @@ class ReviewScene:
 
 
 async def operator_call(store: Store, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """Call a tool as the local operator; fail the test on a structured error."""
-    outcome = await call_tool(Services(store=store), build_registry(), local_operator(), name, arguments)
-    assert outcome.error is None, outcome.error.to_dict()
-    assert outcome.result is not None
-    return outcome.result
+    """Call a tool as the local operator (a structured error fails the test)."""
+    return await project_operator_call(Services(store=store), name, arguments)
 
 
 @pytest.fixture

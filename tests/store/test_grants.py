@@ -19,28 +19,10 @@ from store.grants import (
     revoke_for_launch_in,
     revoke_for_proposal_in,
 )
-from store.ids import new_id, utc_now, utc_now_iso
+from store.ids import utc_now
+from tests.helpers import insert_proposal
 
 ORACLE_TOOLS = frozenset({"task.history", "patch.inspect", "memory.query"})
-
-
-def make_proposal(store: Store, *, status: str = "in_review") -> tuple[str, str]:
-    """A task and a proposal on it, written straight into their tables."""
-    task_id, proposal_id, now = new_id("task"), new_id("proposal"), utc_now_iso()
-
-    def write(conn: sqlite3.Connection) -> None:
-        conn.execute(
-            "INSERT INTO tasks (id, title, created_by, created_at, updated_at) VALUES (?, 't', 'op', ?, ?)",
-            (task_id, now, now),
-        )
-        conn.execute(
-            "INSERT INTO proposals (id, task_id, agent_id, title, status, created_by, created_at, updated_at)"
-            " VALUES (?, ?, 'implementer-1', 'p', ?, 'op', ?, ?)",
-            (proposal_id, task_id, status, now, now),
-        )
-
-    store.db.write(write)
-    return task_id, proposal_id
 
 
 def mint(store: Store, proposal_id: str, *, ttl: int = 600, launch_id: str | None = None) -> tuple[str, str]:
@@ -57,7 +39,7 @@ def mint(store: Store, proposal_id: str, *, ttl: int = 600, launch_id: str | Non
 
 
 def test_grant_takes_task_and_scopes_from_the_proposal(store: Store) -> None:
-    task_id, proposal_id = make_proposal(store)
+    task_id, proposal_id = insert_proposal(store)
     grant_id, token = mint(store, proposal_id)
     grant = store.grants.authenticate(token)
     assert isinstance(grant, GrantRecord)
@@ -71,7 +53,7 @@ def test_grant_takes_task_and_scopes_from_the_proposal(store: Store) -> None:
 
 
 def test_only_the_hash_is_stored_and_the_token_is_nowhere(store: Store) -> None:
-    _, proposal_id = make_proposal(store)
+    _, proposal_id = insert_proposal(store)
     issued = store.grants.mint_grant(
         proposal_id=proposal_id,
         role="memory_oracle",
@@ -101,7 +83,7 @@ def test_only_the_hash_is_stored_and_the_token_is_nowhere(store: Store) -> None:
 
 
 def test_granted_and_revoked_events_are_written_with_the_change(store: Store) -> None:
-    task_id, proposal_id = make_proposal(store)
+    task_id, proposal_id = insert_proposal(store)
     grant_id, _ = mint(store, proposal_id, launch_id="L-1")
     granted = store.db.read(lambda conn: list_events(conn, types=("capability.granted",)))
     assert [event.payload["grant_id"] for event in granted] == [grant_id]
@@ -119,7 +101,7 @@ def test_granted_and_revoked_events_are_written_with_the_change(store: Store) ->
 
 
 def test_revoked_expired_unknown_and_malformed_tokens_are_unauthenticated(store: Store) -> None:
-    _, proposal_id = make_proposal(store)
+    _, proposal_id = insert_proposal(store)
     grant_id, token = mint(store, proposal_id)
     store.grants.revoke(grant_id, actor="operator")
     with pytest.raises(Unauthenticated, match="revoked") as revoked:
@@ -141,7 +123,7 @@ def test_revoked_expired_unknown_and_malformed_tokens_are_unauthenticated(store:
 
 
 def test_a_grant_binding_is_immutable_in_the_database(store: Store) -> None:
-    _, proposal_id = make_proposal(store)
+    _, proposal_id = insert_proposal(store)
     grant_id, _ = mint(store, proposal_id)
     with pytest.raises(sqlite3.IntegrityError, match="immutable"):
         store.db.connection().execute(
@@ -152,10 +134,10 @@ def test_a_grant_binding_is_immutable_in_the_database(store: Store) -> None:
 def test_minting_refuses_unknown_closed_and_bad_inputs(store: Store) -> None:
     with pytest.raises(NotFound):
         mint(store, "P-does-not-exist")
-    _, closed = make_proposal(store, status="accepted")
+    _, closed = insert_proposal(store, status="accepted")
     with pytest.raises(Conflict):
         mint(store, closed)
-    _, proposal_id = make_proposal(store)
+    _, proposal_id = insert_proposal(store)
     for ttl in (0, -1, MAX_TTL_SECONDS + 1):
         with pytest.raises(InvalidArgument):
             mint(store, proposal_id, ttl=ttl)
@@ -174,8 +156,8 @@ def test_minting_refuses_unknown_closed_and_bad_inputs(store: Store) -> None:
 
 
 def test_revoke_by_proposal_and_by_launch_inside_a_caller_transaction(store: Store) -> None:
-    _, p1 = make_proposal(store)
-    _, p2 = make_proposal(store)
+    _, p1 = insert_proposal(store)
+    _, p2 = insert_proposal(store)
     a, _ = mint(store, p1, launch_id="L-a")
     b, _ = mint(store, p1, launch_id="L-b")
     c, _ = mint(store, p2, launch_id="L-c")
@@ -192,7 +174,7 @@ def test_revoke_by_proposal_and_by_launch_inside_a_caller_transaction(store: Sto
 
 
 def test_bind_launch_once(store: Store) -> None:
-    _, proposal_id = make_proposal(store)
+    _, proposal_id = insert_proposal(store)
     grant_id, _ = mint(store, proposal_id)
     assert store.grants.bind_launch(grant_id, "L-1", actor="supervisor").launch_id == "L-1"
     assert store.grants.bind_launch(grant_id, "L-1", actor="supervisor").launch_id == "L-1"
@@ -223,6 +205,6 @@ def test_operator_tokens(store: Store) -> None:
 
 
 def test_tokens_are_unique_and_random(store: Store) -> None:
-    _, proposal_id = make_proposal(store)
+    _, proposal_id = insert_proposal(store)
     tokens = {mint(store, proposal_id)[1] for _ in range(20)}
     assert len(tokens) == 20

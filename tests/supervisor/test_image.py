@@ -7,8 +7,10 @@ offline path and inspect it with the real engine. They fail, never skip, when Do
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -261,3 +263,21 @@ def test_second_build_is_a_quick_no_op(role_image: ImageBuildResult) -> None:
 def test_tests_leave_no_container_behind(image_client: Any, role_image: ImageBuildResult) -> None:
     _run(image_client, role_image, ["--version"])
     assert image_client.containers.list(all=True, filters={"label": TEST_LABEL}) == []
+
+
+@pytest.mark.docker
+def test_doctor_reports_every_check(role_image: ImageBuildResult, tmp_path: Path) -> None:
+    """``roundtable doctor`` checks the engine, the image, the runtime directory and the database."""
+    roundtable = [sys.executable, "-m", "supervisor"]
+    subprocess.run([*roundtable, "init", "--root", str(tmp_path)], check=True, capture_output=True)
+    result = subprocess.run(
+        [*roundtable, "doctor", "--root", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    body = json.loads(result.stdout)
+    assert result.returncode == 0, body
+    assert [check["name"] for check in body["checks"]] == ["docker", "role image", "runtime dir", "database"]
+    assert all(check["ok"] for check in body["checks"]), body
