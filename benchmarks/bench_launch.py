@@ -29,10 +29,10 @@ import anyio.to_thread
 from benchmarks._timing import Timing
 from store import init_project, open_store
 from store.config import package_version
-from supervisor.launch_spec import LaunchLimits, LaunchPhase, LaunchSpec
-from supervisor.launcher import DockerLauncher
+from supervisor.docker._launcher import DockerLauncher
+from supervisor.launch._runtime_dir import RuntimeRoot
+from supervisor.launch._spec import LaunchLimits, LaunchPhase, LaunchSpec
 from supervisor.logging import configure_logging
-from supervisor.runtime_dir import RuntimeRoot
 
 _LIMITS = LaunchLimits(memory_bytes=512 * 1024**2, cpus=1.0, pids=128, nofile=1024)
 
@@ -158,7 +158,7 @@ def main() -> None:
 
 
 def _time_image_build() -> None:
-    from supervisor.image import build_role_image
+    from supervisor.image._build import build_role_image
 
     forced = build_role_image(offline=True, force=True, progress=lambda line: None)
     start = time.perf_counter()

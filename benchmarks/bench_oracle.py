@@ -20,11 +20,11 @@ import anyio
 
 from capabilities.services import Services
 from store import Store, init_project, open_store
-from supervisor.demo import DEMO_PATCH
-from supervisor.image import role_image_tag
+from supervisor.cli._demo import DEMO_PATCH
+from supervisor.cli._project import operator_call
+from supervisor.image._build import role_image_tag
+from supervisor.launch._supervisor import Supervisor
 from supervisor.logging import configure_logging
-from supervisor.project import operator_call
-from supervisor.supervisor import Supervisor
 
 
 async def _tool(store: Store, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -26,10 +26,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 import capabilities.policy as policy
 from benchmarks._timing import percentile
-from capabilities.registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.mcp.tools import all_tools
 from capabilities.services import Services
-from capabilities.tools import all_tools
-from capabilities.transports import build_launch_app, serving
+from capabilities.serving._transports import build_launch_app, serving
 from store import Store, init_project, open_store
 from supervisor.logging import configure_logging
 

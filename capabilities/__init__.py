@@ -1,18 +1,18 @@
 """Principals, capability grants, the tool policy, the MCP tool handlers and the MCP server.
 
 Depends on :mod:`store` only; nothing here imports :mod:`supervisor`. The MCP server itself is
-:class:`capabilities.server.RoundtableMCPServer`, imported from its module so that commands which
+:class:`capabilities.mcp._server.RoundtableMCPServer`, imported from its module so that commands which
 do not serve MCP do not pay for importing the SDK.
 """
 
 from __future__ import annotations
 
-from capabilities.dispatch import ToolOutcome, call_tool
+from capabilities.mcp._dispatch import ToolOutcome, call_tool
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.mcp.tools import all_tools, build_registry
 from capabilities.policy import MEMORY_ORACLE_TOOLS, OPERATOR_TOOLS, ROLE_TOOLSETS, is_allowed, toolset_for
 from capabilities.principals import GrantBinding, Principal, PrincipalKind, current_principal, local_operator
-from capabilities.registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
 from capabilities.services import Services
-from capabilities.tools import all_tools, build_registry
 
 __all__ = [
     "MEMORY_ORACLE_TOOLS",

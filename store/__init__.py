@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from store._project import ProjectPaths, find_project_root, init_project
+from store.access._console_sessions import ConsoleSessions
+from store.access._grants import GrantStore
 from store.config import ProjectConfig, package_version
-from store.console_sessions import ConsoleSessions
-from store.db import Database
-from store.decisions import DecisionStore
+from store.db._connection import Database
+from store.db._migrations import apply_migrations
 from store.errors import (
     ArtifactMismatch,
     Conflict,
@@ -29,21 +31,19 @@ from store.errors import (
     Unauthenticated,
     UnsafePath,
 )
-from store.event_feed import EventFeed
-from store.events import Event, append_event, list_events
-from store.grants import GrantStore
-from store.launches import Launch, LaunchStatus, LaunchStore
-from store.memory import MemoryEntry, MemoryStore
-from store.memory_admin import MemoryAdmin
-from store.migrations import apply_migrations
-from store.patches import PatchArtifactStore, patch_relative_path
-from store.project import ProjectPaths, find_project_root, init_project
-from store.proposals import ProposalStore
-from store.safe_files import SafeFiles
-from store.tasks import TaskStore
-from store.timeline import TimelineStore
-from store.votes import ReviewStore
-from store.workspace import WorkspaceStore
+from store.events._feed import EventFeed
+from store.events._log import Event, append_event, list_events
+from store.files._safe_files import SafeFiles
+from store.launches._store import Launch, LaunchStatus, LaunchStore
+from store.memory._admin import MemoryAdmin
+from store.memory._store import MemoryEntry, MemoryStore
+from store.patches._apply import WorkspaceStore
+from store.patches._artifacts import PatchArtifactStore, patch_relative_path
+from store.work._decisions import DecisionStore
+from store.work._proposals import ProposalStore
+from store.work._tasks import TaskStore
+from store.work._timeline import TimelineStore
+from store.work._votes import ReviewStore
 
 __all__ = [
     "ArtifactMismatch",

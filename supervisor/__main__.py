@@ -1,5 +1,5 @@
 """``python -m supervisor`` is the ``roundtable`` command."""
 
-from supervisor.cli import run
+from supervisor.cli._main import run
 
 run()

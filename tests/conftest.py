@@ -14,9 +14,9 @@ import docker
 import docker.errors
 import pytest
 
-from capabilities.registry import ToolRegistry
+from capabilities.mcp._registry import ToolRegistry
+from capabilities.mcp.tools import build_registry
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from store import ProjectPaths, Store, init_project, open_store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def docker_sdk() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def role_image_tag(docker_sdk: Any) -> str:
     """The role image's tag; built offline once when missing (``make test`` builds it first)."""
-    from supervisor.image import build_role_image, role_image_tag
+    from supervisor.image._build import build_role_image, role_image_tag
 
     tag = role_image_tag()
     try:

@@ -7,7 +7,7 @@ import sqlite3
 from pathlib import Path
 
 from store import ProjectPaths, Store
-from store.ids import new_id, utc_now_iso
+from store._ids import new_id, utc_now_iso
 
 __all__ = ["insert_proposal", "project_snapshot"]
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from capabilities.tools import build_registry
-from supervisor.cli import build_parser
+from capabilities.mcp.tools import build_registry
+from supervisor.cli._main import build_parser
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

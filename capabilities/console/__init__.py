@@ -7,7 +7,7 @@ aliases, provenance, and forms to curate it. A small script follows the live eve
 (``/console/events/stream``, authenticated by the session cookie) and lists new activity.
 
 The console is outside the bearer-guarded prefixes; it has its own login (see
-:mod:`capabilities.console.session`). Every page sends a strict Content-Security-Policy (scripts
+:mod:`capabilities.console._session`). Every page sends a strict Content-Security-Policy (scripts
 and styles from this site only, no inline code), and forbids framing.
 """
 
@@ -24,9 +24,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from capabilities.console.html import Markup, html, page_template
-from capabilities.console.pages import memory_page, memory_search_page, proposal_page, proposals_page
-from capabilities.console.session import (
+from capabilities.console._html import Markup, html, page_template
+from capabilities.console._pages import memory_page, memory_search_page, proposal_page, proposals_page
+from capabilities.console._session import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
     ConsoleAuth,
@@ -35,9 +35,9 @@ from capabilities.console.session import (
     safe_next,
     set_cookie,
 )
-from capabilities.http_api.stream import EventBroadcaster, EventStreamEndpoint
+from capabilities.http_api._stream import EventBroadcaster, EventStreamEndpoint
 from capabilities.services import Services
-from store.console_sessions import DEFAULT_SESSION_SECONDS, ConsoleSession
+from store.access._console_sessions import DEFAULT_SESSION_SECONDS, ConsoleSession
 from store.errors import InternalError, RoundtableError, Unauthenticated
 
 __all__ = ["console_routes"]

@@ -6,7 +6,7 @@ and the web console at ``/``; :class:`WebService` owns the background tasks they
 
 from __future__ import annotations
 
-from capabilities.http_api.openapi import openapi_document
-from capabilities.http_api.service import API_PREFIX, WebService, build_service_app, prepare_shutdown
+from capabilities.http_api._openapi import openapi_document
+from capabilities.serving._web import API_PREFIX, WebService, build_service_app, prepare_shutdown
 
 __all__ = ["API_PREFIX", "WebService", "build_service_app", "openapi_document", "prepare_shutdown"]

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from capabilities.http_api.openapi import write_document
+from capabilities.http_api._openapi import write_document
 
 write_document(sys.stdout)

@@ -15,9 +15,9 @@ import httpx2
 
 from capabilities.http_api import WebService, build_service_app, prepare_shutdown
 from capabilities.services import Services
-from capabilities.transports import BoundAddress, serving
+from capabilities.serving._transports import BoundAddress, serving
 from store import Store, append_event
-from store.events import Event
+from store.events._log import Event
 from tests.store.work_helpers import DIFF, DIFF_V2, new_task
 
 __all__ = [

@@ -13,7 +13,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult
 
-from capabilities.transports import BoundAddress
+from capabilities.serving._transports import BoundAddress
 from tests.helpers import insert_proposal
 
 __all__ = ["body", "http_client", "insert_proposal", "mcp_client"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from capabilities.auth import issue_capability, principal_from_record
 from capabilities.principals import Principal
 from store import Store
-from store.grants import GrantRecord
+from store.access._grants import GrantRecord
 
 __all__ = ["DIFF", "FOREIGN_DIFF", "OracleWorld", "build_world"]
 

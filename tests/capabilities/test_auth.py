@@ -19,11 +19,11 @@ from capabilities.auth import Authenticator, bearer_token, issue_capability, pri
 from capabilities.policy import MEMORY_ORACLE_TOOLS
 from capabilities.principals import PrincipalKind
 from capabilities.services import Services
-from capabilities.transports import BoundAddress, build_asgi_app, build_launch_app, serving
+from capabilities.serving._transports import BoundAddress, build_asgi_app, build_launch_app, serving
 from store import Store
+from store._ids import utc_now
 from store.errors import InvalidArgument, Unauthenticated
-from store.events import list_events
-from store.ids import utc_now
+from store.events._log import list_events
 from tests.capabilities.http_helpers import body, http_client, insert_proposal, mcp_client
 
 pytestmark = pytest.mark.anyio

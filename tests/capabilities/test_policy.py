@@ -6,7 +6,10 @@ from typing import Any
 
 import pytest
 
-from capabilities.dispatch import call_tool
+from capabilities.mcp._dispatch import call_tool
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.mcp._server import RoundtableMCPServer
+from capabilities.mcp.tools import all_tools
 from capabilities.policy import (
     MEMORY_ORACLE_TOOLS,
     OPERATOR_TOOLS,
@@ -15,10 +18,7 @@ from capabilities.policy import (
     toolset_for,
 )
 from capabilities.principals import GrantBinding, Principal, PrincipalKind, current_principal, local_operator
-from capabilities.registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
-from capabilities.server import RoundtableMCPServer
 from capabilities.services import Services
-from capabilities.tools import all_tools
 from store import Store
 from tests.capabilities.oracle_helpers import build_world
 

@@ -11,9 +11,9 @@ import pytest
 
 from capabilities.services import Services
 from store import ProjectPaths, Store, open_store
-from supervisor.demo import DEMO_PATCH
-from supervisor.launch_spec import LABEL_SUPERVISOR, supervisor_id_for
-from supervisor.project import operator_call as project_operator_call
+from supervisor.cli._demo import DEMO_PATCH
+from supervisor.cli._project import operator_call as project_operator_call
+from supervisor.launch._spec import LABEL_SUPERVISOR, supervisor_id_for
 
 _ORIGINAL = 'def find_user(db, name):\n    return db.query_builder.select("users").where(name=name).one()\n'
 

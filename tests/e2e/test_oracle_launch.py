@@ -12,9 +12,9 @@ import pytest
 
 from capabilities.auth import Authenticator
 from store import Store, Unauthenticated
-from store.launches import LaunchStatus
-from supervisor.launch_spec import LABEL_LAUNCH, LaunchSpec
-from supervisor.supervisor import Supervisor
+from store.launches._store import LaunchStatus
+from supervisor.launch._spec import LABEL_LAUNCH, LaunchSpec
+from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]

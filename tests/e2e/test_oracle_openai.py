@@ -9,11 +9,11 @@ from typing import Any
 import anyio
 import pytest
 
-from capabilities.transports import serving
+from capabilities.serving._transports import serving
 from store import Store
-from store.launches import LaunchStatus
-from supervisor.launch_spec import LaunchSpec
-from supervisor.supervisor import Supervisor
+from store.launches._store import LaunchStatus
+from supervisor.launch._spec import LaunchSpec
+from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene, reopen, write_config
 from tests.e2e.scripted_model import ScriptedModel, final, tool_call, tool_calls, tool_results
 

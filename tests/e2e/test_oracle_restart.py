@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from capabilities.transports import serving
+from capabilities.serving._transports import serving
 from store import Store
-from store.launches import LaunchStatus
-from supervisor.launch_spec import LABEL_LAUNCH, LaunchSpec
-from supervisor.supervisor import Supervisor
+from store.launches._store import LaunchStatus
+from supervisor.launch._spec import LABEL_LAUNCH, LaunchSpec
+from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene, reopen, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from store import ProjectPaths, RoundtableError, Store, open_store
-from store.launches import LaunchStatus
+from store.launches._store import LaunchStatus
 
 _ACTOR = "crash-worker"
 

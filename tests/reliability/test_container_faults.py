@@ -22,17 +22,17 @@ import docker
 import pytest
 
 from store import LaunchFailed, Store
-from store.launches import TERMINAL_STATUSES
-from supervisor.docker_client import DockerClient
-from supervisor.fake_docker import Behaviour, FakeDockerBackend, api_error, connection_reset
-from supervisor.launch_spec import LABEL_LAUNCH, LaunchLimits, LaunchSpec, supervisor_id_for
-from supervisor.launcher import DockerLauncher
-from supervisor.supervisor import Supervisor
+from store.launches._store import TERMINAL_STATUSES
+from supervisor.docker._client import DockerClient
+from supervisor.docker._launcher import DockerLauncher
+from supervisor.launch._spec import LABEL_LAUNCH, LaunchLimits, LaunchSpec, supervisor_id_for
+from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene
 from tests.e2e.test_oracle_launch import _PYTHON, _hang
+from tests.fakes.docker_engine import Behaviour, FakeDockerBackend, api_error, connection_reset
 from tests.reliability.summary import Summary
 from tests.supervisor.conftest import FAST_RETRY
-from tests.supervisor.test_launcher_docker import FORK_BOMB, MEMORY_HOG
+from tests.supervisor.docker.test_launcher_docker import FORK_BOMB, MEMORY_HOG
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 

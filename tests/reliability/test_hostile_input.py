@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from capabilities.dispatch import call_tool
+from capabilities.mcp._dispatch import call_tool
+from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal, local_operator
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from store import InvalidArgument, Store
-from store.diffs import check_repo_path, decode_patch, parse_diff
+from store.patches._diffs import check_repo_path, decode_patch, parse_diff
 from tests.capabilities.oracle_helpers import OracleWorld, build_world
 from tests.helpers import project_snapshot
 from tests.reliability.hostile import JUNK, junk_value, value_for

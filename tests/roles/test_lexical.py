@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from capabilities.dispatch import call_tool
+from capabilities.mcp._dispatch import call_tool
+from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from roles.providers.lexical import PROVIDER_LABEL, extract_patch_terms, run_lexical, words_of
 from roles.tools import ToolCallError
 from store import Store

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from capabilities.services import Services
-from capabilities.transports import build_launch_app, serving
+from capabilities.serving._transports import build_launch_app, serving
 from roles.runner import EXIT_NO_CHANNEL, EXIT_NO_GRANT
 from store import Store
 from tests.capabilities.oracle_helpers import build_world

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from store import Store
-from store.tasks import Task
+from store.work._tasks import Task
 
 __all__ = ["DIFF", "DIFF_V2", "SECURITY_DIFF", "new_task", "seed_files"]
 

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from store import Store
-from supervisor.docker_client import DockerClient, RetryPolicy
-from supervisor.fake_docker import FakeDockerBackend
-from supervisor.launch_spec import LABEL_SUPERVISOR, LaunchLimits, LaunchSpec
-from supervisor.launcher import DockerLauncher
-from supervisor.runtime_dir import RuntimeRoot
+from supervisor.docker._client import DockerClient, RetryPolicy
+from supervisor.docker._launcher import DockerLauncher
+from supervisor.launch._runtime_dir import RuntimeRoot
+from supervisor.launch._spec import LABEL_SUPERVISOR, LaunchLimits, LaunchSpec
+from tests.fakes.docker_engine import FakeDockerBackend
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FAST_RETRY = RetryPolicy(attempts=3, initial_wait=0.001, max_wait=0.01)

@@ -1,0 +1,193 @@
+"""What every API request goes through before the store: who calls, as whom, with what.
+
+- :func:`operator_of`: the principal the bearer middleware authenticated; the API serves
+  operator tokens only (a role capability gets 403 ``forbidden``);
+- :func:`mutation_context`: for a mutation, also the ``X-Actor-ID`` header, which must be
+  nonblank (400 ``invalid_argument`` when missing or blank) and equal to the token's name (403
+  ``forbidden`` otherwise; the seed trusted the header alone), the JSON body (an object, at most
+  :data:`MAX_BODY_BYTES`, no NaN/Infinity, no unpaired surrogates) and the ``Idempotency-Key``
+  claim, whose request hash covers the method, path, query and canonical body;
+- query parameter parsers that answer 400 ``invalid_argument`` instead of raising.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+
+from capabilities.mcp._server import PRINCIPAL_SCOPE_KEY
+from capabilities.principals import Principal
+from store.errors import Forbidden, InvalidArgument, Unauthenticated
+from store.events._idempotency import IdempotencyClaim
+
+__all__ = [
+    "ACTOR_HEADER",
+    "IDEMPOTENCY_HEADER",
+    "MAX_BODY_BYTES",
+    "MutationContext",
+    "mutation_context",
+    "operator_of",
+    "parse_model",
+    "query_bool",
+    "query_int",
+    "query_text",
+]
+
+ACTOR_HEADER = "x-actor-id"
+IDEMPOTENCY_HEADER = "idempotency-key"
+MAX_BODY_BYTES = 1024 * 1024
+_KEY_SHAPE = re.compile(r"^[\x21-\x7e]{1,200}$")
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def operator_of(request: Request) -> Principal:
+    """The operator behind this request, or 401/403."""
+    principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
+    if not isinstance(principal, Principal):
+        raise Unauthenticated("missing Authorization: Bearer header")
+    if not principal.is_operator:
+        raise Forbidden("the HTTP API serves operator tokens; role capabilities use MCP")
+    return principal
+
+
+@dataclass(frozen=True)
+class MutationContext:
+    """A checked mutation request: its actor, JSON body and idempotency claim."""
+
+    actor: str
+    body: dict[str, Any]
+    claim: IdempotencyClaim | None
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidArgument(f"the request body holds {name}, which is not JSON")
+
+
+def _check_strings(value: Any, depth: int = 0) -> None:
+    if depth > 64:
+        raise InvalidArgument("the request body is nested too deeply")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidArgument("the request body holds an unpaired surrogate") from None
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, depth + 1)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, depth + 1)
+            _check_strings(item, depth + 1)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise InvalidArgument(f"the request body is larger than {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise InvalidArgument("the request body is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument("the request body must be a JSON object")
+    _check_strings(value)
+    return value
+
+
+def _request_hash(request: Request, body: dict[str, Any]) -> str:
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    query = "&".join(sorted(f"{k}={v}" for k, v in request.query_params.multi_items()))
+    digest = hashlib.sha256()
+    for part in (request.method, request.url.path, query, canonical):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+async def mutation_context(request: Request) -> MutationContext:
+    """Check a mutation's caller, actor header, body and idempotency key (in that order)."""
+    principal = operator_of(request)
+    actor = request.headers.get(ACTOR_HEADER)
+    if actor is None or not actor.strip():
+        raise InvalidArgument("mutations need a nonblank X-Actor-ID header naming the token's operator")
+    if actor.strip() != principal.name:
+        raise Forbidden("X-Actor-ID does not match the operator this token was issued to")
+    body = await _json_body(request)
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    claim = None
+    if key is not None:
+        if not _KEY_SHAPE.match(key):
+            raise InvalidArgument("Idempotency-Key must be 1-200 visible ASCII characters")
+        claim = IdempotencyClaim(
+            actor=principal.name,
+            key=key,
+            route=f"{request.method} {request.url.path}",
+            request_sha256=_request_hash(request, body),
+        )
+    return MutationContext(actor=principal.name, body=body, claim=claim)
+
+
+def parse_model(
+    model: type[_Model], body: dict[str, Any], *, code: str, field_codes: dict[str, str] | None = None
+) -> _Model:
+    """Validate ``body`` against a strict pydantic model; the first problem becomes a 400 with ``code``.
+
+    ``field_codes`` gives some fields their own code (``expected_revision`` ->
+    ``invalid_expected_revision``).
+    """
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = ".".join(str(part) for part in first["loc"]) or "body"
+        field = str(first["loc"][0]) if first["loc"] else ""
+        chosen = (field_codes or {}).get(field, code)
+        raise InvalidArgument(f"{location}: {first['msg']}", code=chosen) from None
+
+
+def query_text(request: Request, name: str, *, limit: int = 1000) -> str | None:
+    """An optional query parameter (exactly one occurrence)."""
+    values = request.query_params.getlist(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise InvalidArgument(f"query parameter {name!r} is given more than once")
+    if len(values[0]) > limit or "\x00" in values[0]:
+        raise InvalidArgument(f"query parameter {name!r} is too long or holds NUL")
+    return values[0]
+
+
+def query_int(request: Request, name: str, *, default: int | None = None) -> int | None:
+    """An optional integer query parameter."""
+    text = query_text(request, name, limit=40)
+    if text is None or text == "":
+        return default
+    if not re.fullmatch(r"[+-]?[0-9]{1,19}", text.strip()):
+        raise InvalidArgument(f"query parameter {name!r} must be an integer")
+    return int(text)
+
+
+def query_bool(request: Request, name: str) -> bool:
+    """An optional boolean query parameter (``true``/``false``/``1``/``0``; default false)."""
+    text = query_text(request, name, limit=10)
+    if text is None or text == "":
+        return False
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise InvalidArgument(f"query parameter {name!r} must be true or false")

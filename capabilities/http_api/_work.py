@@ -1,0 +1,129 @@
+"""The work routes of ``/api/v1``: proposals, their timelines and patches, and the event log.
+
+All read-only. Proposal lists page with an opaque cursor (the store's position, wrapped); the
+patch route answers the stored bytes as ``text/plain`` after the safe reader has checked them
+against the SHA-256 in the database; ``GET /events?after=ID`` pages forward through the log.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from capabilities.http_api._boundary import operator_of, query_int, query_text
+from capabilities.http_api._errors import encoded, endpoint, json_response
+from capabilities.services import Services
+from store import Store
+from store.errors import InvalidArgument, NotFound
+from store.patches._artifacts import PatchVersion
+
+__all__ = ["MAX_PROPOSAL_PAGE", "proposal_detail", "read_patch", "work_routes"]
+
+MAX_PROPOSAL_PAGE = 200
+_CURSOR_PREFIX = "proposal:"
+
+
+def _encode(position: str) -> str:
+    return base64.urlsafe_b64encode((_CURSOR_PREFIX + position).encode()).decode().rstrip("=")
+
+
+def _decode(cursor: str) -> str:
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise InvalidArgument("cursor is not one this API returned") from None
+    if not text.startswith(_CURSOR_PREFIX) or len(text) == len(_CURSOR_PREFIX):
+        raise InvalidArgument("cursor is not one this API returned")
+    return text.removeprefix(_CURSOR_PREFIX)
+
+
+def proposal_detail(store: Store, proposal_id: str) -> dict[str, Any]:
+    """``{"proposal", "votes", "consensus"}``: the proposal with every vote and whether it counts."""
+    proposal = store.proposals.get(proposal_id)
+    votes, consensus = store.reviews.list(proposal_id=proposal_id)
+    return {"proposal": proposal, "votes": [vote.to_dict() for vote in votes], "consensus": consensus}
+
+
+def read_patch(store: Store, proposal_id: str, version: int | None) -> tuple[PatchVersion, bytes]:
+    """One patch version of a proposal (default: the current one) and its verified bytes."""
+    proposal = store.proposals.get(proposal_id)
+    wanted = proposal["current_version"] if version is None else version
+    found = next((v for v in proposal.get("versions", []) if v["version"] == wanted), None)
+    if found is None:
+        raise NotFound(
+            f"proposal {proposal_id} has no patch version {wanted}", code="patch_version_not_found"
+        )
+    record = PatchVersion(**{**found, "files": tuple(found["files"])})
+    return record, store.patches.read_verified(record)
+
+
+def work_routes(services: Services) -> list[Route]:
+    """The work routes, relative to ``/api/v1``."""
+    store = services.store
+    run = store.db.run
+
+    async def list_proposals(request: Request) -> Response:
+        operator_of(request)
+        limit = query_int(request, "limit", default=50)
+        assert limit is not None
+        if not 1 <= limit <= MAX_PROPOSAL_PAGE:
+            raise InvalidArgument(f"limit must be an integer from 1 to {MAX_PROPOSAL_PAGE}")
+        cursor = query_text(request, "cursor")
+        items, position = await run(
+            store.proposals.list,
+            task_id=query_text(request, "task_id"),
+            status=query_text(request, "status"),
+            limit=limit,
+            cursor=_decode(cursor) if cursor else None,
+        )
+        return json_response({"items": items, "next_cursor": None if position is None else _encode(position)})
+
+    async def get_proposal(request: Request) -> Response:
+        operator_of(request)
+        return json_response(await run(encoded, proposal_detail, store, request.path_params["proposal_id"]))
+
+    async def timeline(request: Request) -> Response:
+        operator_of(request)
+        return json_response(await run(encoded, store.timeline.timeline, request.path_params["proposal_id"]))
+
+    async def patch(request: Request) -> Response:
+        operator_of(request)
+        version = query_int(request, "version")
+        record, data = await run(read_patch, store, request.path_params["proposal_id"], version)
+        return Response(
+            data,
+            media_type="text/plain; charset=utf-8",
+            headers={
+                "x-patch-version": str(record.version),
+                "x-patch-sha256": record.sha256,
+                "cache-control": "no-store",
+                "x-content-type-options": "nosniff",
+            },
+        )
+
+    async def events(request: Request) -> Response:
+        operator_of(request)
+        after = query_int(request, "after", default=0)
+        limit = query_int(request, "limit", default=100)
+        assert after is not None
+        assert limit is not None
+        proposal_id = query_text(request, "proposal_id", limit=200)
+        found = await run(store.event_feed.after, after, limit=limit, proposal_id=proposal_id or None)
+        last = found[-1].id if found else after
+        return json_response(
+            {"items": [event.to_dict() for event in found], "next_after": last, "more": len(found) == limit}
+        )
+
+    item = "/proposals/{proposal_id}"
+    return [
+        Route("/proposals", endpoint(list_proposals), methods=["GET"]),
+        Route(item, endpoint(get_proposal), methods=["GET"]),
+        Route(f"{item}/timeline", endpoint(timeline), methods=["GET"]),
+        Route(f"{item}/patch", endpoint(patch), methods=["GET"]),
+        Route("/events", endpoint(events), methods=["GET"]),
+    ]

@@ -1,0 +1,74 @@
+"""Calling a tool on behalf of a principal: policy, validation, handler, error translation.
+
+Every transport (stdio, HTTP, a launch socket, the CLI) calls tools through :func:`call_tool`, so
+the same call gets the same answer and the same errors everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from capabilities.mcp._registry import ToolCall, ToolRegistry
+from capabilities.policy import is_allowed
+from capabilities.principals import Principal
+from capabilities.services import Services
+from store.errors import Forbidden, InternalError, InvalidArgument, NotFound, RoundtableError
+
+__all__ = ["ToolOutcome", "call_tool"]
+
+_log = structlog.get_logger("roundtable.tools")
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """A tool's JSON answer, or its structured error."""
+
+    result: dict[str, Any] | None
+    error: RoundtableError | None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded."""
+        return self.error is None
+
+    def body(self) -> dict[str, Any]:
+        """The JSON object returned to the caller: the result, or ``{"error": {...}}``."""
+        if self.error is not None:
+            return {"error": self.error.to_dict()}
+        assert self.result is not None
+        return self.result
+
+
+async def call_tool(
+    services: Services,
+    registry: ToolRegistry,
+    principal: Principal | None,
+    name: str,
+    arguments: dict[str, Any] | None,
+) -> ToolOutcome:
+    """Authorise, validate and run one tool call; never raises for a caller's mistake."""
+    log = _log.bind(tool=name, principal=principal.name if principal else None)
+    if principal is not None and principal.grant is not None:
+        log = log.bind(grant_id=principal.grant.grant_id, proposal_id=principal.grant.proposal_id)
+    try:
+        if not is_allowed(principal, name):
+            raise Forbidden(f"tool {name!r} is not available to this caller")
+        spec = registry.get(name)
+        if spec is None or principal is None:
+            raise NotFound(f"no tool named {name!r}")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise InvalidArgument("arguments must be an object")
+        args = spec.parse(arguments)
+        result = await spec.handler(ToolCall(services=services, principal=principal, args=args))
+    except RoundtableError as exc:
+        log.info("tool.refused", code=exc.instance_code)
+        return ToolOutcome(None, exc)
+    except Exception:
+        # A bug, not a caller's mistake: the traceback goes to the log, never to the caller.
+        log.exception("tool.crashed")
+        return ToolOutcome(None, InternalError(f"{name} failed unexpectedly; see the server log"))
+    log.debug("tool.ok")
+    return ToolOutcome(result, None)

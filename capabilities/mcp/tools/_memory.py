@@ -1,0 +1,212 @@
+"""The four memory tools: ``memory.query``, ``memory.record``, ``memory.summarize``, ``memory.mark_stale``.
+
+For a capability principal the scopes come from its grant: queries and summaries default to the
+allowed scopes, a scope or filter outside them is ``forbidden``, and recorded entries carry the
+grant's proposal as ``source_proposal_id``. A capability may replace (``memory_id``) only entries
+recorded for its own proposal, never the operator's decisions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.principals import Principal
+from store.errors import Forbidden, NotFound
+
+__all__ = ["TOOLS"]
+
+
+class QueryArgs(ToolArgs):
+    """Arguments of ``memory.query``."""
+
+    query: Any = Field(
+        default=None,
+        description="Text to count in title, body, scope and kind (lower-cased, not trimmed). "
+        "Empty or omitted: every entry matches and scores its importance.",
+        json_schema_extra={"type": "string"},
+    )
+    scope: str | None = Field(default=None, description="Exact, case-sensitive scope filter.")
+    kind: str | None = Field(default=None, description="Exact, case-sensitive kind filter.")
+    limit: int | None = Field(default=None, description="Default 10; zero or negative returns all matches.")
+    exclude_stale: bool = Field(default=False, description="Leave out entries whose status is stale.")
+    match: Literal["substring", "ranked"] = Field(
+        default="substring", description='"ranked" uses full-text BM25 ranking with any-word matching.'
+    )
+
+
+class RecordArgs(ToolArgs):
+    """Arguments of ``memory.record``."""
+
+    scope: str = Field(description="'project', a task ID, or another free-form scope.")
+    kind: str = Field(description="decision, constraint, fact, summary, ...")
+    title: str = Field(description="A short title.")
+    body_md: str = Field(description="Markdown body.")
+    source_event_id: int | None = Field(
+        default=None, description="The event this entry comes from; 0 for none."
+    )
+    importance: int | None = Field(default=None, description="Default 50; 0 becomes 50.")
+    memory_id: str | None = Field(
+        default=None, description="Replace this entry's core fields (full replacement); omit to create."
+    )
+    status: str | None = Field(default=None, description="Default 'active'.")
+
+
+class SummarizeArgs(ToolArgs):
+    """Arguments of ``memory.summarize``."""
+
+    scope: str | None = Field(default=None, description="Compared with each entry's scope.")
+    task_id: str | None = Field(default=None, description="Compared with each entry's scope.")
+    proposal_id: str | None = Field(default=None, description="Compared with each entry's scope.")
+
+
+class MarkStaleArgs(ToolArgs):
+    """Arguments of ``memory.mark_stale``."""
+
+    memory_id: str = Field(description="The entry to mark stale.")
+    reason_md: str = Field(description="Why it no longer holds.")
+
+
+def _scopes(principal: Principal) -> frozenset[str] | None:
+    return principal.grant.scopes if principal.grant is not None else None
+
+
+async def _query(call: ToolCall) -> dict[str, Any]:
+    args: QueryArgs = call.args
+    allowed = _scopes(call.principal)
+    if allowed is not None and args.scope not in (None, "") and args.scope not in allowed:
+        raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
+    store = call.services.store
+    entries = await store.db.run(
+        store.memory.query,
+        args.query,
+        scope=args.scope,
+        kind=args.kind,
+        limit=args.limit,
+        exclude_stale=args.exclude_stale,
+        match=args.match,
+        allowed_scopes=allowed,
+    )
+    return {"entries": [entry.core() for entry in entries]}
+
+
+async def _record(call: ToolCall) -> dict[str, Any]:
+    args: RecordArgs = call.args
+    grant = call.principal.grant
+    # Scope first: a capability naming a scope outside its grant is refused as such, whatever
+    # else is wrong with the arguments.
+    if grant is not None and args.scope not in grant.scopes:
+        raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
+    if grant is not None and args.memory_id not in (None, ""):
+        await _refuse_foreign_entry(call, str(args.memory_id))
+    store = call.services.store
+    entry = await store.db.run(
+        store.memory.record,
+        scope=args.scope,
+        kind=args.kind,
+        title=args.title,
+        body_md=args.body_md,
+        source_event_id=args.source_event_id,
+        importance=args.importance,
+        memory_id=args.memory_id,
+        status=args.status,
+        actor=call.principal.actor,
+        source_proposal_id=grant.proposal_id if grant is not None else None,
+        allowed_scopes=grant.scopes if grant is not None else None,
+        grant_id=grant.grant_id if grant is not None else None,
+    )
+    return {"entry": entry.core()}
+
+
+async def _refuse_foreign_entry(call: ToolCall, memory_id: str) -> None:
+    """A capability may replace only entries its own proposal recorded.
+
+    The project's durable decisions are not the oracle's to rewrite: a patch under review could
+    talk the model into "updating" the very constraint it breaks. This early check makes a
+    foreign ID ``forbidden`` whatever else is wrong with the call; the store checks the same rule
+    again inside its write transaction, so an entry created meanwhile cannot slip past.
+    """
+    grant = call.principal.grant
+    assert grant is not None
+    store = call.services.store
+    try:
+        existing = await store.db.run(store.memory.get, memory_id)
+    except NotFound:
+        return
+    if existing.source_proposal_id != grant.proposal_id:
+        raise Forbidden(f"memory entry {memory_id} was not recorded for this capability's proposal")
+
+
+async def _summarize(call: ToolCall) -> dict[str, Any]:
+    args: SummarizeArgs = call.args
+    grant = call.principal.grant
+    if grant is not None:
+        if args.scope not in (None, "") and args.scope not in grant.scopes:
+            raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
+        if args.task_id not in (None, "", grant.task_id):
+            raise Forbidden(f"task {args.task_id!r} is not this capability's task")
+        if args.proposal_id not in (None, "", grant.proposal_id):
+            raise Forbidden(f"proposal {args.proposal_id!r} is not this capability's proposal")
+    store = call.services.store
+    result = await store.db.run(
+        store.memory.summarize,
+        scope=args.scope,
+        task_id=args.task_id,
+        proposal_id=args.proposal_id,
+        allowed_scopes=grant.scopes if grant is not None else None,
+    )
+    return result.to_dict()
+
+
+async def _mark_stale(call: ToolCall) -> dict[str, Any]:
+    args: MarkStaleArgs = call.args
+    store = call.services.store
+    entry = await store.db.run(
+        store.memory.mark_stale,
+        memory_id=args.memory_id,
+        reason_md=args.reason_md,
+        actor=call.principal.actor,
+    )
+    return {"entry": entry.core()}
+
+
+TOOLS = [
+    ToolSpec(
+        name="memory.query",
+        description="Search memory entries. Scores count occurrences of the whole query in title, body, "
+        "scope and kind; ordered by score, importance, then id. Stale entries are included unless "
+        "exclude_stale is true: read each entry's status.",
+        args_model=QueryArgs,
+        handler=_query,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="memory.record",
+        description="Record a durable decision, constraint or fact. With memory_id, fully replaces that "
+        "entry's core fields (omitted optional fields reset to defaults) and keeps created_at.",
+        args_model=RecordArgs,
+        handler=_record,
+        destructive=True,
+        idempotent=False,
+    ),
+    ToolSpec(
+        name="memory.summarize",
+        description="A deterministic Markdown list of non-stale entries, by importance then id. Every "
+        "supplied filter is compared with the entry's scope. Nothing is persisted.",
+        args_model=SummarizeArgs,
+        handler=_summarize,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="memory.mark_stale",
+        description="Mark an entry stale and append the reason to its body.",
+        args_model=MarkStaleArgs,
+        handler=_mark_stale,
+        destructive=True,
+        idempotent=False,
+    ),
+]

@@ -1,0 +1,175 @@
+"""The MemoryOracle's own tools: ``task.history``, ``patch.inspect`` and ``oracle.warn``.
+
+Each takes its proposal ``P`` and task ``T`` from the caller's grant, never from arguments. The
+optional ``proposal_id``/``task_id`` arguments exist so that a caller naming another proposal or
+task is told ``forbidden`` (rather than having the argument silently ignored); naming its own is
+allowed. Only a capability principal can call these tools: an operator has no proposal binding.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.principals import GrantBinding, Principal
+from store._oracle import MAX_CITATIONS, OracleBinding, OracleStore
+from store.errors import Forbidden, InvalidArgument
+
+__all__ = ["DEFAULT_INSPECT_BYTES", "MAX_INSPECT_BYTES", "TOOLS", "bound_grant"]
+
+DEFAULT_INSPECT_BYTES = 65_536
+MAX_INSPECT_BYTES = 1_048_576
+
+_PROPOSAL_FIELD = Field(default=None, description="Optional; must be this capability's own proposal.")
+_TASK_FIELD = Field(default=None, description="Optional; must be this capability's own task.")
+
+
+class HistoryArgs(ToolArgs):
+    """Arguments of ``task.history`` (none needed: the grant fixes the task)."""
+
+    proposal_id: str | None = _PROPOSAL_FIELD
+    task_id: str | None = _TASK_FIELD
+
+
+class InspectArgs(ToolArgs):
+    """Arguments of ``patch.inspect``."""
+
+    max_bytes: int = Field(
+        default=DEFAULT_INSPECT_BYTES,
+        description=f"How many bytes of the patch to return (default {DEFAULT_INSPECT_BYTES}, "
+        f"at most {MAX_INSPECT_BYTES}); 'truncated' says whether the content was cut.",
+    )
+    proposal_id: str | None = _PROPOSAL_FIELD
+
+
+class WarnArgs(ToolArgs):
+    """Arguments of ``oracle.warn``."""
+
+    message_md: str = Field(description="The warning, in Markdown, for the reviewers.")
+    cited_memory_ids: list[str] = Field(
+        description=f"One to {MAX_CITATIONS} memory IDs: active entries in the task or project scope."
+    )
+    cited_event_ids: list[int] | None = Field(
+        default=None, description="Optional event IDs from task.history that support the warning."
+    )
+    severity: Literal["info", "warning", "critical"] = Field(default="warning")
+    proposal_id: str | None = _PROPOSAL_FIELD
+    task_id: str | None = _TASK_FIELD
+
+
+def bound_grant(
+    principal: Principal, *, proposal_id: str | None = None, task_id: str | None = None
+) -> GrantBinding:
+    """The caller's grant, refusing callers without one and arguments naming another proposal or task."""
+    grant = principal.grant
+    if grant is None:
+        raise Forbidden("this tool needs a capability bound to a proposal")
+    if proposal_id not in (None, "", grant.proposal_id):
+        raise Forbidden(f"proposal {proposal_id!r} is not this capability's proposal")
+    if task_id not in (None, "", grant.task_id):
+        raise Forbidden(f"task {task_id!r} is not this capability's task")
+    return grant
+
+
+def _binding(grant: GrantBinding) -> OracleBinding:
+    return OracleBinding(
+        grant_id=grant.grant_id,
+        agent_id=grant.agent_id,
+        proposal_id=grant.proposal_id,
+        task_id=grant.task_id,
+        launch_id=grant.launch_id,
+    )
+
+
+def _oracle(call: ToolCall) -> OracleStore:
+    store = call.services.store
+    return OracleStore(store.db, store.config)
+
+
+async def _history(call: ToolCall) -> dict[str, Any]:
+    args: HistoryArgs = call.args
+    grant = bound_grant(call.principal, proposal_id=args.proposal_id, task_id=args.task_id)
+    return await call.services.store.db.run(_oracle(call).history, _binding(grant))
+
+
+def _utf8_prefix(data: bytes, limit: int) -> str:
+    """The longest prefix of at most ``limit`` bytes that ends on a character boundary."""
+    cut = data[:limit]
+    for trim in range(4):  # a UTF-8 character is at most four bytes
+        try:
+            return cut[: len(cut) - trim].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return cut.decode("utf-8", errors="replace")
+
+
+async def _inspect(call: ToolCall) -> dict[str, Any]:
+    args: InspectArgs = call.args
+    grant = bound_grant(call.principal, proposal_id=args.proposal_id)
+    if not 1 <= args.max_bytes <= MAX_INSPECT_BYTES:
+        raise InvalidArgument(f"max_bytes must lie between 1 and {MAX_INSPECT_BYTES}")
+    store = call.services.store
+    version = await store.db.run(_oracle(call).patch_version, _binding(grant))
+    # The whole file is read and hashed (a prefix cannot be verified); only the answer is cut.
+    data = await store.db.run(store.patches.read_verified, version)
+    return {
+        "proposal_id": version.proposal_id,
+        "version": version.version,
+        "sha256": version.sha256,
+        "size_bytes": len(data),
+        "content": _utf8_prefix(data, args.max_bytes),
+        "truncated": len(data) > args.max_bytes,
+        "files": list(version.files),
+    }
+
+
+async def _warn(call: ToolCall) -> dict[str, Any]:
+    args: WarnArgs = call.args
+    grant = bound_grant(call.principal, proposal_id=args.proposal_id, task_id=args.task_id)
+    event = await call.services.store.db.run(
+        _oracle(call).warn,
+        _binding(grant),
+        message_md=args.message_md,
+        cited_memory_ids=args.cited_memory_ids,
+        cited_event_ids=args.cited_event_ids,
+        severity=args.severity,
+    )
+    return {"event": event}
+
+
+TOOLS = [
+    ToolSpec(
+        name="task.history",
+        description="The history of this capability's task: the task and proposal, then newest first "
+        "(at most 100 each) its proposals, decisions on it or its proposals, its events and launch events, "
+        "and active memory entries in the task or project scope; 'truncated' says which lists had more.",
+        args_model=HistoryArgs,
+        handler=_history,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="patch.inspect",
+        description="The current patch version of this capability's proposal: its content (up to max_bytes), "
+        "SHA-256, size and the files it touches. Read without following symlinks and verified against the "
+        "recorded SHA-256 (unsafe_path / artifact_mismatch otherwise).",
+        args_model=InspectArgs,
+        handler=_inspect,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="oracle.warn",
+        description="Warn the reviewers that the patch may conflict with prior decisions or constraints. "
+        "Every cited memory must exist, be active and lie in the task or project scope, and cited events "
+        "must belong to the task's history; otherwise invalid_citation and nothing is written. Writes one "
+        "memory.oracle_warning event; changes no proposal, vote or decision.",
+        args_model=WarnArgs,
+        handler=_warn,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+    ),
+]

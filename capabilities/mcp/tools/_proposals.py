@@ -1,0 +1,189 @@
+"""The proposal tools: create, attach a patch version, get, list, request review, timeline.
+
+``proposal.create`` and ``proposal.attach_patch`` take the unified diff as text (``patch``); it
+is parsed and validated before anything is written, and stored as an immutable file under
+``.roundtable/patches/`` before its database row.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from store.work._vocabulary import MAX_BODY_CHARS, MAX_LIST_ITEMS, MAX_TITLE_CHARS
+
+__all__ = ["TOOLS"]
+
+Risk = Literal["low", "normal", "high", "critical"]
+ProposalStatus = Literal[
+    "pending", "in_review", "revision_requested", "accepted", "rejected", "withdrawn", "applied"
+]
+
+
+def _proposal_id() -> Any:
+    return Field(description="The proposal (P-...).", max_length=200)
+
+
+class CreateArgs(ToolArgs):
+    """Arguments of ``proposal.create``."""
+
+    task_id: str = Field(description="The task (T-...) the proposal belongs to.", max_length=200)
+    agent_id: str = Field(
+        description="The authoring agent, a roster entry (e.g. implementer-1).", max_length=200
+    )
+    title: str = Field(description="A short title.", max_length=MAX_TITLE_CHARS)
+    patch: str = Field(description="The unified diff (git-style or diff -u), at most policy.max_patch_bytes.")
+    summary_md: str = Field(
+        default="", description="What the change does and why.", max_length=MAX_BODY_CHARS
+    )
+    risk: Risk | None = Field(
+        default=None, description="low, normal, high or critical (default: the task's)."
+    )
+    affected_resources: list[str] = Field(
+        default_factory=list,
+        description="Services, tables, APIs the change affects.",
+        max_length=MAX_LIST_ITEMS,
+    )
+    expected_tests: list[str] = Field(
+        default_factory=list, description="Tests expected to pass.", max_length=MAX_LIST_ITEMS
+    )
+    rollback_notes_md: str = Field(
+        default="", description="How to roll the change back.", max_length=MAX_BODY_CHARS
+    )
+
+
+class AttachArgs(ToolArgs):
+    """Arguments of ``proposal.attach_patch``."""
+
+    proposal_id: str = _proposal_id()
+    patch: str = Field(description="The new unified diff; becomes the next immutable version.")
+
+
+class ProposalArgs(ToolArgs):
+    """Arguments naming one proposal."""
+
+    proposal_id: str = _proposal_id()
+
+
+class ListArgs(ToolArgs):
+    """Arguments of ``proposal.list``."""
+
+    task_id: str | None = Field(default=None, description="Only this task's proposals.", max_length=200)
+    status: ProposalStatus | None = Field(default=None, description="Only proposals with this status.")
+    limit: int | None = Field(default=None, description="Page size, 1..500 (default 50).", ge=1, le=500)
+    cursor: str | None = Field(default=None, description="next_cursor of the previous page.", max_length=200)
+
+
+async def _create(call: ToolCall) -> dict[str, Any]:
+    args: CreateArgs = call.args
+    store = call.services.store
+    proposal, patch = await store.db.run(
+        store.proposals.create,
+        task_id=args.task_id,
+        agent_id=args.agent_id,
+        title=args.title,
+        patch=args.patch,
+        summary_md=args.summary_md,
+        risk=args.risk,
+        affected_resources=list(args.affected_resources),
+        expected_tests=list(args.expected_tests),
+        rollback_notes_md=args.rollback_notes_md,
+        actor=call.principal.actor,
+    )
+    return {"proposal": proposal, "patch": patch.to_dict()}
+
+
+async def _attach(call: ToolCall) -> dict[str, Any]:
+    args: AttachArgs = call.args
+    store = call.services.store
+    proposal, patch, invalidated = await store.db.run(
+        store.proposals.attach_patch,
+        proposal_id=args.proposal_id,
+        patch=args.patch,
+        actor=call.principal.actor,
+    )
+    return {"proposal": proposal, "patch": patch.to_dict(), "invalidated_vote_ids": invalidated}
+
+
+async def _get(call: ToolCall) -> dict[str, Any]:
+    args: ProposalArgs = call.args
+    store = call.services.store
+    return {"proposal": await store.db.run(store.proposals.get, args.proposal_id)}
+
+
+async def _list(call: ToolCall) -> dict[str, Any]:
+    args: ListArgs = call.args
+    store = call.services.store
+    proposals, cursor = await store.db.run(
+        store.proposals.list, task_id=args.task_id, status=args.status, limit=args.limit, cursor=args.cursor
+    )
+    return {"proposals": proposals, "next_cursor": cursor}
+
+
+async def _request_review(call: ToolCall) -> dict[str, Any]:
+    args: ProposalArgs = call.args
+    store = call.services.store
+    proposal, review = await store.db.run(
+        store.reviews.request_review, proposal_id=args.proposal_id, actor=call.principal.actor
+    )
+    return {"proposal": proposal, "round": review.to_dict()}
+
+
+async def _timeline(call: ToolCall) -> dict[str, Any]:
+    args: ProposalArgs = call.args
+    store = call.services.store
+    return await store.db.run(store.timeline.timeline, args.proposal_id)
+
+
+TOOLS = [
+    ToolSpec(
+        name="proposal.create",
+        description="Propose a patch for a task: the diff is validated and stored as immutable patch "
+        "version 1. Answers the proposal and the patch version (sha256, size, touched files).",
+        args_model=CreateArgs,
+        handler=_create,
+    ),
+    ToolSpec(
+        name="proposal.attach_patch",
+        description="Attach a new immutable patch version. Votes on older versions stay on record but stop "
+        "counting; an open review round is replaced by one for the new version.",
+        args_model=AttachArgs,
+        handler=_attach,
+    ),
+    ToolSpec(
+        name="proposal.get",
+        description="One proposal: fields, status, every patch version, the latest review round and "
+        "consensus.",
+        args_model=ProposalArgs,
+        handler=_get,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="proposal.list",
+        description="Proposals, oldest first, filtered by task and status, a page at a time.",
+        args_model=ListArgs,
+        handler=_list,
+        read_only=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="proposal.request_review",
+        description="Open a review round for the current patch version: voting roles, candidate voters "
+        "(never the author) and the advisory MemoryOracle (launched: false). Starts no process.",
+        args_model=ProposalArgs,
+        handler=_request_review,
+    ),
+    ToolSpec(
+        name="proposal.timeline",
+        description="The proposal's events, oldest first: patch versions with hashes, review rounds, votes "
+        "(with their version and whether they count now), decisions, launches, oracle warnings with their "
+        "cited memory entries, apply and reject.",
+        args_model=ProposalArgs,
+        handler=_timeline,
+        read_only=True,
+        idempotent=True,
+    ),
+]

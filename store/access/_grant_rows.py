@@ -1,0 +1,174 @@
+"""Grant rows: :class:`GrantRecord` and the checks and revocations done in a caller's transaction.
+
+Other stores check and revoke grants inside their own write transaction, so a change and the grant
+state it depends on commit together: :func:`require_live_grant` re-reads a grant before a write made
+on its behalf, and :func:`revoke_in`, :func:`revoke_for_proposal_in` and :func:`revoke_for_launch_in`
+revoke grants when a proposal leaves review or a launch ends, each revocation with its
+``capability.revoked`` event. :class:`store.access._grants.GrantStore` uses the same functions for its own
+one-transaction calls.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from store._ids import utc_now
+from store.access._tokens import parse_time, stamp_time
+from store.errors import NotFound, Unauthenticated
+from store.events._log import append_event
+
+__all__ = [
+    "GrantRecord",
+    "grant_from_row",
+    "require_live_grant",
+    "revoke_for_launch_in",
+    "revoke_for_proposal_in",
+    "revoke_in",
+]
+
+
+@dataclass(frozen=True)
+class GrantRecord:
+    """One capability grant, as stored (the token hash is not part of it)."""
+
+    id: str
+    role: str
+    agent_id: str
+    proposal_id: str
+    task_id: str
+    scopes: frozenset[str]
+    tools: frozenset[str]
+    launch_id: str | None
+    created_by: str
+    created_at: str
+    expires_at: str
+    revoked_at: str | None
+    revoked_reason: str | None
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        """Whether the grant's expiry has passed."""
+        return parse_time(self.expires_at) <= (now or utc_now())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape shown to operators (never the token)."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "agent_id": self.agent_id,
+            "proposal_id": self.proposal_id,
+            "task_id": self.task_id,
+            "scopes": sorted(self.scopes),
+            "tools": sorted(self.tools),
+            "launch_id": self.launch_id,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+            "revoked_reason": self.revoked_reason,
+        }
+
+
+def grant_from_row(row: sqlite3.Row) -> GrantRecord:
+    """The :class:`GrantRecord` a ``capability_grants`` row holds."""
+    return GrantRecord(
+        id=row["id"],
+        role=row["role"],
+        agent_id=row["agent_id"],
+        proposal_id=row["proposal_id"],
+        task_id=row["task_id"],
+        scopes=frozenset(json.loads(row["scopes"])),
+        tools=frozenset(json.loads(row["tools"])),
+        launch_id=row["launch_id"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+        revoked_reason=row["revoked_reason"],
+    )
+
+
+def require_live_grant(
+    conn: sqlite3.Connection, grant_id: str, *, now: datetime | None = None
+) -> GrantRecord:
+    """The grant, re-read inside the caller's transaction; :class:`Unauthenticated` unless live.
+
+    Writes made on behalf of a capability call this in their own transaction, so a revocation
+    that lands between authentication and the write still stops the write.
+    """
+    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    if row is None:
+        raise Unauthenticated("the capability is not known")
+    grant = grant_from_row(row)
+    if grant.revoked_at is not None:
+        raise Unauthenticated("the credential has been revoked")
+    if grant.is_expired(now):
+        raise Unauthenticated("the credential has expired")
+    return grant
+
+
+def revoke_in(
+    conn: sqlite3.Connection, grant_id: str, *, actor: str, reason: str
+) -> tuple[GrantRecord, bool]:
+    """Revoke one grant inside the caller's write transaction.
+
+    Returns the grant and whether this call revoked it (``False`` when it already was).
+    """
+    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"capability grant {grant_id} does not exist")
+    if row["revoked_at"] is not None:
+        return grant_from_row(row), False
+    now = stamp_time(utc_now())
+    conn.execute(
+        "UPDATE capability_grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
+        (now, reason, grant_id),
+    )
+    grant = grant_from_row(
+        conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    )
+    append_event(
+        conn,
+        "capability.revoked",
+        actor=actor,
+        task_id=grant.task_id,
+        proposal_id=grant.proposal_id,
+        payload={
+            "grant_id": grant.id,
+            "role": grant.role,
+            "agent_id": grant.agent_id,
+            "launch_id": grant.launch_id,
+            "reason": reason,
+        },
+    )
+    return grant, True
+
+
+def _revoke_where(
+    conn: sqlite3.Connection, where: str, params: tuple[Any, ...], *, actor: str, reason: str
+) -> list[GrantRecord]:
+    """Revoke every live grant matching the SQL condition ``where``, in ID order."""
+    ids = [
+        row["id"]
+        for row in conn.execute(
+            f"SELECT id FROM capability_grants WHERE revoked_at IS NULL AND ({where}) ORDER BY id", params
+        )
+    ]
+    return [revoke_in(conn, grant_id, actor=actor, reason=reason)[0] for grant_id in ids]
+
+
+def revoke_for_proposal_in(
+    conn: sqlite3.Connection, proposal_id: str, *, actor: str, reason: str
+) -> list[GrantRecord]:
+    """Revoke every live grant on ``proposal_id`` (call it when the proposal leaves review)."""
+    return _revoke_where(conn, "proposal_id = ?", (proposal_id,), actor=actor, reason=reason)
+
+
+def revoke_for_launch_in(
+    conn: sqlite3.Connection, launch_id: str, *, actor: str, reason: str
+) -> list[GrantRecord]:
+    """Revoke every live grant of ``launch_id`` (call it when the launch ends, for any reason)."""
+    return _revoke_where(conn, "launch_id = ?", (launch_id,), actor=actor, reason=reason)

@@ -1,0 +1,182 @@
+"""Bearer tokens: minting, hashing, and the operator tokens table.
+
+Every bearer token Roundtable hands out, operator token or capability grant, is
+``secrets.token_urlsafe(32)``. Only its SHA-256 is stored; the raw token leaves the store once,
+inside :class:`IssuedToken`, whose ``repr`` hides it. Operator tokens name an operator on HTTP
+(``X-Actor-ID`` must equal the name on the HTTP API); they expire only when minted with a TTL.
+Verification of both kinds lives in :class:`store.access._grants.GrantStore.authenticate`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, TypeVar
+
+from store._ids import new_id
+from store.errors import InvalidArgument, NotFound
+from store.events._log import append_event
+
+__all__ = [
+    "MAX_TTL_SECONDS",
+    "TOKEN_BYTES",
+    "IssuedToken",
+    "OperatorTokenRecord",
+    "check_operator_name",
+    "check_ttl",
+    "hash_token",
+    "insert_operator_token",
+    "looks_like_token",
+    "new_token",
+    "operator_from_row",
+    "parse_time",
+    "revoke_operator_token_in",
+    "stamp_time",
+]
+
+TOKEN_BYTES = 32
+MAX_TTL_SECONDS = 7 * 24 * 3600
+_TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
+_NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
+_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+_Record = TypeVar("_Record")
+
+
+@dataclass(frozen=True)
+class IssuedToken(Generic[_Record]):
+    """A freshly minted credential: the stored record and the raw token, shown exactly once."""
+
+    record: _Record
+    token: str = field(repr=False)
+
+
+def hash_token(token: str) -> str:
+    """The hex SHA-256 of a token: the only form a token is ever stored in."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def looks_like_token(value: str) -> bool:
+    """Whether ``value`` has the shape of a minted token (URL-safe base64, sane length)."""
+    return bool(_TOKEN_SHAPE.match(value))
+
+
+def new_token() -> tuple[str, str]:
+    """A fresh raw token and its hash."""
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    return token, hash_token(token)
+
+
+def stamp_time(moment: datetime) -> str:
+    """RFC 3339 UTC with microseconds: sortable as text."""
+    return moment.strftime(_TIME_FORMAT)
+
+
+def parse_time(stamp: str) -> datetime:
+    """The inverse of :func:`stamp_time`."""
+    return datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=UTC)
+
+
+def check_ttl(ttl_seconds: object, *, required: bool) -> int | None:
+    """A lifetime in whole seconds, 1 to :data:`MAX_TTL_SECONDS` (``None`` when optional and absent)."""
+    if ttl_seconds is None:
+        if required:
+            raise InvalidArgument("ttl_seconds is required")
+        return None
+    if isinstance(ttl_seconds, bool) or not isinstance(ttl_seconds, int):
+        raise InvalidArgument("ttl_seconds must be an integer")
+    if not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
+        raise InvalidArgument(f"ttl_seconds must lie between 1 and {MAX_TTL_SECONDS}")
+    return ttl_seconds
+
+
+@dataclass(frozen=True)
+class OperatorTokenRecord:
+    """One operator token, as stored (the token hash is not part of it)."""
+
+    id: str
+    name: str
+    created_by: str
+    created_at: str
+    expires_at: str | None
+    revoked_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape shown to operators (never the token)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "revoked_at": self.revoked_at,
+        }
+
+
+def operator_from_row(row: sqlite3.Row) -> OperatorTokenRecord:
+    """Build an :class:`OperatorTokenRecord` from an ``operator_tokens`` row."""
+    return OperatorTokenRecord(
+        id=row["id"],
+        name=row["name"],
+        created_by=row["created_by"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
+    )
+
+
+def check_operator_name(name: object) -> str:
+    """An operator's name: 1-100 characters of a conservative alphabet."""
+    if not isinstance(name, str) or not _NAME_SHAPE.match(name):
+        raise InvalidArgument(
+            "name must be 1-100 characters: letters, digits, '.', '_', '@', ':' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+def insert_operator_token(
+    conn: sqlite3.Connection, *, name: str, digest: str, actor: str, now: datetime, ttl: int | None
+) -> OperatorTokenRecord:
+    """Store a token hash and its ``operator_token.created`` event, in the caller's transaction."""
+    token_id = new_id("token")
+    expires = None if ttl is None else stamp_time(now + timedelta(seconds=ttl))
+    conn.execute(
+        "INSERT INTO operator_tokens (id, name, token_sha256, created_by, created_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (token_id, name, digest, actor, stamp_time(now), expires),
+    )
+    append_event(
+        conn,
+        "operator_token.created",
+        actor=actor,
+        payload={"token_id": token_id, "name": name, "expires_at": expires},
+    )
+    return operator_from_row(
+        conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
+    )
+
+
+def revoke_operator_token_in(
+    conn: sqlite3.Connection, token_id: str, *, actor: str, now: datetime
+) -> tuple[OperatorTokenRecord, bool]:
+    """Revoke an operator token in the caller's transaction; whether this call revoked it."""
+    row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"operator token {token_id} does not exist")
+    if row["revoked_at"] is not None:
+        return operator_from_row(row), False
+    conn.execute(
+        "UPDATE operator_tokens SET revoked_at = ?, revoked_reason = 'revoked by operator' WHERE id = ?",
+        (stamp_time(now), token_id),
+    )
+    append_event(
+        conn, "operator_token.revoked", actor=actor, payload={"token_id": token_id, "name": row["name"]}
+    )
+    return operator_from_row(
+        conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
+    ), True

@@ -1,0 +1,177 @@
+"""Launch records: the :class:`Launch` row type, its statuses and the moves between them.
+
+A launch moves through :class:`LaunchStatus` along the edges of :data:`TRANSITIONS`::
+
+    requested ──> starting ──> running ──> exited | failed | timeout | cancelled
+        │             │
+        └─────────────┴──> failed | cancelled
+
+:mod:`store.launches._store` enforces the table when it moves a row. This module also holds the bounds a
+row's fields are kept within: labels are short non-blank strings, the log tail is bounded
+(:data:`MAX_LOG_TAIL_BYTES`, the end is kept) and so are reasons and errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from store.errors import InvalidArgument
+
+__all__ = [
+    "ACTIVE_STATUSES",
+    "MAX_ERROR_CHARS",
+    "MAX_LABEL_CHARS",
+    "MAX_LOG_TAIL_BYTES",
+    "TERMINAL_STATUSES",
+    "TRANSITIONS",
+    "Launch",
+    "LaunchStatus",
+    "bounded_tail",
+    "check_label",
+    "check_optional_label",
+    "launch_from_row",
+    "truncate",
+]
+
+MAX_LOG_TAIL_BYTES = 64 * 1024
+MAX_ERROR_CHARS = 2_000
+MAX_LABEL_CHARS = 200
+
+
+class LaunchStatus(StrEnum):
+    """Where a role launch is in its life."""
+
+    REQUESTED = "requested"
+    STARTING = "starting"
+    RUNNING = "running"
+    EXITED = "exited"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+ACTIVE_STATUSES = frozenset({LaunchStatus.REQUESTED, LaunchStatus.STARTING, LaunchStatus.RUNNING})
+TERMINAL_STATUSES = frozenset(LaunchStatus) - ACTIVE_STATUSES
+
+TRANSITIONS: dict[LaunchStatus, frozenset[LaunchStatus]] = {
+    LaunchStatus.REQUESTED: frozenset({LaunchStatus.STARTING, LaunchStatus.FAILED, LaunchStatus.CANCELLED}),
+    LaunchStatus.STARTING: frozenset({LaunchStatus.RUNNING, LaunchStatus.FAILED, LaunchStatus.CANCELLED}),
+    LaunchStatus.RUNNING: frozenset(
+        {LaunchStatus.EXITED, LaunchStatus.FAILED, LaunchStatus.TIMEOUT, LaunchStatus.CANCELLED}
+    ),
+    LaunchStatus.EXITED: frozenset(),
+    LaunchStatus.FAILED: frozenset(),
+    LaunchStatus.TIMEOUT: frozenset(),
+    LaunchStatus.CANCELLED: frozenset(),
+}
+"""For each status, the statuses a launch may move to next. Terminal statuses go nowhere."""
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One ``role_launches`` row."""
+
+    id: str
+    role: str
+    agent_id: str
+    proposal_id: str
+    task_id: str | None
+    image: str
+    container_id: str | None
+    status: LaunchStatus
+    exit_code: int | None
+    reason: str | None
+    error: str | None
+    requested_at: str
+    started_at: str | None
+    ended_at: str | None
+    updated_at: str
+    log_tail: str | None
+    provider: str | None
+    usage: dict[str, Any] | None
+    owner: str | None = None
+
+    @property
+    def active(self) -> bool:
+        """Whether the launch has not reached a terminal status."""
+        return self.status in ACTIVE_STATUSES
+
+    def to_dict(self, *, with_log: bool = False) -> dict[str, Any]:
+        """The JSON shape used by every interface; the log tail only when asked for."""
+        out: dict[str, Any] = {
+            "id": self.id,
+            "role": self.role,
+            "agent_id": self.agent_id,
+            "proposal_id": self.proposal_id,
+            "task_id": self.task_id,
+            "image": self.image,
+            "container_id": self.container_id,
+            "status": str(self.status),
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+            "error": self.error,
+            "requested_at": self.requested_at,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "provider": self.provider,
+            "usage": self.usage,
+        }
+        if with_log:
+            out["log_tail"] = self.log_tail
+        return out
+
+
+def launch_from_row(row: sqlite3.Row) -> Launch:
+    """The :class:`Launch` a ``role_launches`` row holds."""
+    return Launch(
+        id=row["id"],
+        role=row["role"],
+        agent_id=row["agent_id"],
+        proposal_id=row["proposal_id"],
+        task_id=row["task_id"],
+        image=row["image"],
+        container_id=row["container_id"],
+        status=LaunchStatus(row["status"]),
+        exit_code=row["exit_code"],
+        reason=row["reason"],
+        error=row["error"],
+        requested_at=row["requested_at"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        updated_at=row["updated_at"],
+        log_tail=row["log_tail"],
+        provider=row["provider"],
+        usage=json.loads(row["usage"]) if row["usage"] else None,
+        owner=row["owner"],
+    )
+
+
+def bounded_tail(text: str, limit: int = MAX_LOG_TAIL_BYTES) -> str:
+    """The end of ``text`` that fits in ``limit`` UTF-8 bytes (a cut character is dropped)."""
+    raw = text.encode("utf-8", errors="replace")
+    if len(raw) <= limit:
+        return text
+    return raw[-limit:].decode("utf-8", errors="ignore")
+
+
+def check_label(name: str, value: object) -> str:
+    """``value`` if it is a non-blank string of at most :data:`MAX_LABEL_CHARS`, without NUL."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument(f"{name} must be a non-blank string")
+    if len(value) > MAX_LABEL_CHARS or "\x00" in value:
+        raise InvalidArgument(f"{name} must be at most {MAX_LABEL_CHARS} characters, without NUL")
+    return value
+
+
+def check_optional_label(name: str, value: object) -> str | None:
+    """``None``, or ``value`` checked by :func:`check_label`."""
+    return None if value is None else check_label(name, value)
+
+
+def truncate(value: str | None, limit: int) -> str | None:
+    """The first ``limit`` characters of ``value`` (``None`` stays ``None``)."""
+    return None if value is None else value[:limit]

@@ -1,0 +1,291 @@
+"""Proposals and their immutable patch versions.
+
+``create`` and ``attach_patch`` validate everything first (arguments, the diff, the task, the
+author), then write the patch file durably (:class:`~store.patches.PatchArtifactStore`), then, in
+one transaction, the rows and events. If that transaction fails the file is removed again; if the
+process dies in between, the orphan file is left for ``roundtable gc`` and no row names it.
+
+A new patch version keeps older votes on record but they stop counting: the open round (if any)
+is closed and a new one is opened for the new version, and ``proposal.reviews_invalidated`` says
+which votes must be renewed.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from store._ids import new_id, utc_now_iso
+from store.config import ProjectConfig
+from store.db._connection import Database
+from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from store.events._log import append_event
+from store.patches._artifacts import PatchArtifactStore, PatchVersion, StagedPatch, list_versions
+from store.patches._diffs import parse_diff
+from store.work._rounds import (
+    close_open_round,
+    counting_votes,
+    evaluate_consensus,
+    latest_round,
+    open_round,
+    settle_status,
+)
+from store.work._tasks import load_task
+from store.work._vocabulary import (
+    ADVISORY_ROLE,
+    MAX_BODY_CHARS,
+    MAX_TITLE_CHARS,
+    PROPOSAL_STATUSES,
+    RISKS,
+    TERMINAL_STATUSES,
+    check_agent_id,
+    check_choice,
+    check_object_id,
+    check_text,
+    check_text_list,
+    page_limit,
+)
+
+__all__ = ["ProposalStore", "check_author", "load_proposal", "proposal_view"]
+
+_T = TypeVar("_T")
+
+
+def load_proposal(conn: sqlite3.Connection, proposal_id: str) -> sqlite3.Row:
+    """A proposal row on an open connection, or :class:`NotFound`."""
+    row = conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"proposal {proposal_id} does not exist")
+    return row  # type: ignore[no-any-return]
+
+
+def proposal_view(
+    conn: sqlite3.Connection, config: ProjectConfig, row: sqlite3.Row, *, detail: bool = True
+) -> dict[str, Any]:
+    """The JSON shape of a proposal: its fields, current patch, round and consensus."""
+    patches = list_versions(conn, row["id"])
+    current = next((p for p in patches if p.version == row["current_version"]), None)
+    review = latest_round(conn, row["id"])
+    view: dict[str, Any] = {
+        "id": row["id"],
+        "task_id": row["task_id"],
+        "agent_id": row["agent_id"],
+        "title": row["title"],
+        "summary_md": row["summary_md"],
+        "risk": row["risk"],
+        "affected_resources": json.loads(row["affected_resources"]),
+        "expected_tests": json.loads(row["expected_tests"]),
+        "rollback_notes_md": row["rollback_notes_md"],
+        "status": row["status"],
+        "current_version": int(row["current_version"]),
+        "created_by": row["created_by"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+        "patch": current.to_dict() if current else None,
+        "review_round": review.to_dict() if review else None,
+        "consensus": evaluate_consensus(conn, config, row).to_dict(),
+    }
+    if detail:
+        view["versions"] = [p.to_dict() for p in patches]
+    return view
+
+
+def check_author(config: ProjectConfig, agent_id: str) -> str:
+    """The author's roster role; unknown agents and the MemoryOracle may not author."""
+    role = config.agents.get(agent_id)
+    if role is None:
+        raise Forbidden(f"agent {agent_id!r} is not in the roster ([agents] in config.toml)")
+    if role == ADVISORY_ROLE:
+        raise Forbidden(
+            f"agent {agent_id!r} is a {ADVISORY_ROLE}: it is advisory and may not author proposals"
+        )
+    return role
+
+
+class ProposalStore:
+    """Creates proposals and patch versions; every method is blocking (call it through ``Database.run``)."""
+
+    def __init__(self, db: Database, config: ProjectConfig, patches: PatchArtifactStore):
+        self.db = db
+        self.config = config
+        self.patches = patches
+
+    def _parse(self, patch: object) -> tuple[bytes, list[str]]:
+        if not isinstance(patch, str):
+            raise InvalidArgument("patch must be the diff text")
+        text = patch  # any character but NUL is fair in a diff (form feeds, escapes in fixtures)
+        if text and not text.endswith("\n"):
+            text += "\n"  # stored exactly as given plus a final newline, so `git apply` agrees
+        parsed = parse_diff(text, max_bytes=self.config.policy.max_patch_bytes)
+        return text.encode("utf-8"), parsed.touched_files()
+
+    def create(
+        self,
+        *,
+        task_id: object,
+        agent_id: object,
+        title: object,
+        patch: object,
+        summary_md: object = "",
+        risk: object = None,
+        affected_resources: object = None,
+        expected_tests: object = None,
+        rollback_notes_md: object = "",
+        actor: str,
+    ) -> tuple[dict[str, Any], PatchVersion]:
+        """``proposal.create``: the proposal and its patch version 1."""
+        task_v = check_object_id("task_id", task_id)
+        agent_v = check_agent_id(agent_id)
+        title_v = check_text("title", title, limit=MAX_TITLE_CHARS)
+        summary_v = check_text("summary_md", summary_md, limit=MAX_BODY_CHARS, blank_ok=True)
+        risk_v = None if risk in (None, "") else check_choice("risk", risk, RISKS)
+        resources_v = check_text_list("affected_resources", affected_resources or [])
+        tests_v = check_text_list("expected_tests", expected_tests or [])
+        rollback_v = check_text("rollback_notes_md", rollback_notes_md, limit=MAX_BODY_CHARS, blank_ok=True)
+        data, files = self._parse(patch)
+        check_author(self.config, agent_v)
+        task = self.db.read(lambda conn: load_task(conn, task_v))
+        proposal_id = new_id("proposal")
+        staged = self.patches.stage(proposal_id, 1, data, files)
+
+        def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], PatchVersion]:
+            load_task(conn, task_v)
+            now = utc_now_iso()
+            conn.execute(
+                "INSERT INTO proposals (id, task_id, agent_id, title, summary_md, risk, affected_resources,"
+                " expected_tests, rollback_notes_md, status, current_version, created_by, created_at,"
+                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?)",
+                (
+                    proposal_id,
+                    task_v,
+                    agent_v,
+                    title_v,
+                    summary_v,
+                    risk_v or task.risk,
+                    json.dumps(resources_v),
+                    json.dumps(tests_v),
+                    rollback_v,
+                    actor,
+                    now,
+                    now,
+                ),
+            )
+            version = self.patches.insert_row(conn, staged, actor=actor)
+            common = {"actor": actor, "task_id": task_v, "proposal_id": proposal_id}
+            append_event(
+                conn,
+                "proposal.created",
+                **common,
+                payload={"title": title_v, "agent_id": agent_v, "risk": risk_v or task.risk},
+            )
+            append_event(conn, "proposal.patch_attached", **common, payload=_attached(version, False, []))
+            return proposal_view(conn, self.config, load_proposal(conn, proposal_id)), version
+
+        return self._commit(staged, write)
+
+    def attach_patch(
+        self, *, proposal_id: object, patch: object, actor: str
+    ) -> tuple[dict[str, Any], PatchVersion, list[str]]:
+        """``proposal.attach_patch``: a new immutable version; returns the votes that stopped counting."""
+        id_v = check_object_id("proposal_id", proposal_id)
+        data, files = self._parse(patch)
+        row = self.db.read(lambda conn: load_proposal(conn, id_v))
+        _require_open(row)
+        version_n = int(row["current_version"]) + 1
+        staged = self.patches.stage(id_v, version_n, data, files)
+
+        def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], PatchVersion, list[str]]:
+            current = load_proposal(conn, id_v)
+            _require_open(current)
+            if int(current["current_version"]) != version_n - 1:
+                raise Conflict(f"proposal {id_v} got another patch version concurrently; retry")
+            invalidated = [v.id for v in counting_votes(conn, id_v, version_n - 1)]
+            version = self.patches.insert_row(conn, staged, actor=actor)
+            conn.execute(
+                "UPDATE proposals SET current_version = ?, updated_at = ? WHERE id = ?",
+                (version_n, utc_now_iso(), id_v),
+            )
+            closed = close_open_round(conn, id_v, f"superseded by patch v{version_n}")
+            common = {"actor": actor, "task_id": current["task_id"], "proposal_id": id_v}
+            reset = bool(invalidated) or closed is not None
+            append_event(
+                conn, "proposal.patch_attached", **common, payload=_attached(version, reset, invalidated)
+            )
+            if reset:
+                append_event(
+                    conn,
+                    "proposal.reviews_invalidated",
+                    **common,
+                    payload={
+                        "from_version": version_n - 1,
+                        "to_version": version_n,
+                        "invalidated_vote_ids": invalidated,
+                        "message": f"patch v{version_n} replaces v{version_n - 1}: reviews must be renewed",
+                    },
+                )
+            if closed is not None:
+                updated = load_proposal(conn, id_v)
+                open_round(conn, self.config, updated, files=files, actor=actor, reason="new_patch_version")
+                settle_status(conn, self.config, updated, actor=actor)
+            view = proposal_view(conn, self.config, load_proposal(conn, id_v))
+            return view, version, invalidated
+
+        return self._commit(staged, write)
+
+    def _commit(self, staged: StagedPatch, write: Callable[[sqlite3.Connection], _T]) -> _T:
+        try:
+            return self.db.write(write)
+        except BaseException:
+            self.patches.discard(staged)
+            raise
+
+    def get(self, proposal_id: object) -> dict[str, Any]:
+        """``proposal.get``: one proposal with every patch version."""
+        id_v = check_object_id("proposal_id", proposal_id)
+        return self.db.read(lambda conn: proposal_view(conn, self.config, load_proposal(conn, id_v)))
+
+    def list(
+        self, *, task_id: object = None, status: object = None, limit: object = None, cursor: object = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """``proposal.list``: oldest first, filtered, a page at a time."""
+        where = ["1"]
+        params: list[Any] = []
+        if task_id not in (None, ""):
+            where.append("task_id = ?")
+            params.append(check_object_id("task_id", task_id))
+        if status not in (None, ""):
+            where.append("status = ?")
+            params.append(check_choice("status", status, PROPOSAL_STATUSES))
+        if cursor not in (None, ""):
+            where.append("id > ?")
+            params.append(check_object_id("cursor", cursor))
+        count = page_limit(limit)
+        params.append(count + 1)
+        sql = f"SELECT * FROM proposals WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+
+        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+            rows = conn.execute(sql, params).fetchall()
+            return [proposal_view(conn, self.config, row, detail=False) for row in rows]
+
+        views = self.db.read(read)
+        page = views[:count]
+        return page, (page[-1]["id"] if len(views) > count else None)
+
+
+def _require_open(row: sqlite3.Row) -> None:
+    if row["status"] in TERMINAL_STATUSES:
+        raise Conflict(f"proposal {row['id']} is {row['status']}; it takes no new patch version")
+
+
+def _attached(version: PatchVersion, reset: bool, invalidated: list[str]) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "sha256": version.sha256,
+        "size_bytes": version.size_bytes,
+        "files": list(version.files),
+        "path": version.path,
+        "reviews_reset": reset,
+        "invalidated_vote_ids": invalidated,
+    }

@@ -1,0 +1,401 @@
+"""Review rounds, the vote model and the consensus policy.
+
+A round is opened for one patch version. Its **voting roles** are ``Reviewer`` always, plus
+``Security`` when the proposal's risk is in ``policy.security_risks`` or a touched path matches
+``policy.security_paths``; its **candidates** are the roster agents holding a voting role, never the
+author; the ``MemoryOracle`` agents are listed as advisory reviewers (``"launched": false``: opening
+a round starts no process) and can never vote.
+
+**Counting votes** are, for the proposal's current patch version, the latest vote of each agent.
+Consensus is reached when there are at least ``policy.required_approvals`` counting approvals
+(``approve``/``approve_with_notes``), no counting ``reject``/``veto``, and, when ``Security`` votes
+and ``policy.require_security_approval`` is set, one counting approval from a Security agent.
+
+Status follows consensus after every vote (:func:`settle_status`): ``accepted`` when reached (event
+``proposal.accepted``), else ``revision_requested`` when a counting vote is ``revise``, else
+``in_review``. Leaving ``accepted`` (a later veto, a new patch version) emits
+``proposal.consensus_lost``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from store._ids import new_id, utc_now_iso
+from store.access._grants import revoke_for_proposal_in
+from store.config import ProjectConfig
+from store.events._log import append_event
+from store.work._vocabulary import (
+    ADVISORY_ROLE,
+    APPROVING_VOTES,
+    BLOCKING_VOTES,
+    REVIEWER_ROLE,
+    SECURITY_ROLE,
+    TERMINAL_STATUSES,
+    json_list,
+)
+
+__all__ = [
+    "Consensus",
+    "ReviewRound",
+    "Vote",
+    "close_open_round",
+    "evaluate_consensus",
+    "glob_match",
+    "latest_round",
+    "leave_review",
+    "open_round",
+    "plan_round",
+    "settle_status",
+    "vote_from_row",
+]
+
+
+@dataclass(frozen=True)
+class ReviewRound:
+    """One review round of a proposal, for one patch version."""
+
+    id: str
+    proposal_id: str
+    number: int
+    patch_version: int
+    voting_roles: list[str]
+    candidates: list[dict[str, Any]]
+    advisory: list[dict[str, Any]]
+    status: str
+    close_reason: str | None
+    opened_by: str
+    opened_at: str
+    closed_at: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape used by every interface."""
+        return {
+            "id": self.id,
+            "proposal_id": self.proposal_id,
+            "number": self.number,
+            "patch_version": self.patch_version,
+            "voting_roles": list(self.voting_roles),
+            "candidates": [dict(c) for c in self.candidates],
+            "advisory": [dict(a) for a in self.advisory],
+            "status": self.status,
+            "close_reason": self.close_reason,
+            "opened_by": self.opened_by,
+            "opened_at": self.opened_at,
+            "closed_at": self.closed_at,
+        }
+
+
+def round_from_row(row: sqlite3.Row) -> ReviewRound:
+    """Build a :class:`ReviewRound` from a ``review_rounds`` row."""
+    return ReviewRound(
+        id=row["id"],
+        proposal_id=row["proposal_id"],
+        number=int(row["number"]),
+        patch_version=int(row["patch_version"]),
+        voting_roles=json_list(json.loads(row["voting_roles"])),
+        candidates=json_list(json.loads(row["candidates"])),
+        advisory=json_list(json.loads(row["advisory"])),
+        status=row["status"],
+        close_reason=row["close_reason"],
+        opened_by=row["opened_by"],
+        opened_at=row["opened_at"],
+        closed_at=row["closed_at"],
+    )
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One cast vote (immutable); ``counts`` says whether it counts now."""
+
+    id: str
+    proposal_id: str
+    round_id: str
+    agent_id: str
+    role: str
+    patch_version: int
+    vote: str
+    reason_md: str
+    replaces: str | None
+    actor: str
+    created_at: str
+    counts: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape used by every interface."""
+        return {
+            "id": self.id,
+            "proposal_id": self.proposal_id,
+            "round_id": self.round_id,
+            "agent_id": self.agent_id,
+            "role": self.role,
+            "patch_version": self.patch_version,
+            "vote": self.vote,
+            "reason_md": self.reason_md,
+            "replaces": self.replaces,
+            "actor": self.actor,
+            "created_at": self.created_at,
+            "counts": self.counts,
+        }
+
+
+def vote_from_row(row: sqlite3.Row, *, counts: bool = False) -> Vote:
+    """Build a :class:`Vote` from a ``votes`` row."""
+    return Vote(
+        id=row["id"],
+        proposal_id=row["proposal_id"],
+        round_id=row["round_id"],
+        agent_id=row["agent_id"],
+        role=row["role"],
+        patch_version=int(row["patch_version"]),
+        vote=row["vote"],
+        reason_md=row["reason_md"],
+        replaces=row["replaces"],
+        actor=row["actor"],
+        created_at=row["created_at"],
+        counts=counts,
+    )
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """The consensus state of a proposal's current patch version."""
+
+    patch_version: int
+    approvals: int
+    required: int
+    blocking: list[dict[str, str]] = field(default_factory=list)
+    revisions_requested: list[dict[str, str]] = field(default_factory=list)
+    missing_roles: list[str] = field(default_factory=list)
+    counting_vote_ids: list[str] = field(default_factory=list)
+    reached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"approvals", "required", "blocking", "reached", ...}``."""
+        return {
+            "patch_version": self.patch_version,
+            "approvals": self.approvals,
+            "required": self.required,
+            "blocking": [dict(b) for b in self.blocking],
+            "revisions_requested": [dict(r) for r in self.revisions_requested],
+            "missing_roles": list(self.missing_roles),
+            "counting_vote_ids": list(self.counting_vote_ids),
+            "reached": self.reached,
+        }
+
+
+# -- planning ----------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=256)
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """Whether a repository path matches a glob: ``*`` stays in one directory, ``**`` crosses them."""
+    return _glob_regex(pattern).fullmatch(path) is not None
+
+
+def plan_round(
+    config: ProjectConfig, *, author: str, risk: str, files: list[str]
+) -> tuple[list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The voting roles, candidates and advisory entries of a round (see the module docstring)."""
+    policy = config.policy
+    roles = [REVIEWER_ROLE]
+    security_paths = [p for p in files if any(glob_match(p, g) for g in policy.security_paths)]
+    if risk in policy.security_risks or security_paths:
+        roles.append(SECURITY_ROLE)
+    candidates = [
+        {"agent_id": agent, "role": role}
+        for agent, role in sorted(config.agents.items())
+        if role in roles and agent != author
+    ]
+    oracles = sorted(agent for agent, role in config.agents.items() if role == ADVISORY_ROLE)
+    advisory = [
+        {"agent_id": agent, "role": ADVISORY_ROLE, "advisory": True, "launched": False}
+        for agent in (oracles or [config.roles.memory_oracle.agent_id])
+    ]
+    return roles, candidates, advisory
+
+
+# -- rounds ------------------------------------------------------------------------------------
+
+
+def latest_round(conn: sqlite3.Connection, proposal_id: str) -> ReviewRound | None:
+    """The proposal's most recent round (open or closed), if any."""
+    row = conn.execute(
+        "SELECT * FROM review_rounds WHERE proposal_id = ? ORDER BY number DESC LIMIT 1", (proposal_id,)
+    ).fetchone()
+    return None if row is None else round_from_row(row)
+
+
+def open_round(
+    conn: sqlite3.Connection,
+    config: ProjectConfig,
+    proposal: sqlite3.Row,
+    *,
+    files: list[str],
+    actor: str,
+    reason: str,
+) -> ReviewRound:
+    """Open a round for the proposal's current version and write ``proposal.review_requested``."""
+    previous = latest_round(conn, proposal["id"])
+    roles, candidates, advisory = plan_round(
+        config, author=proposal["agent_id"], risk=proposal["risk"], files=files
+    )
+    now = utc_now_iso()
+    found = ReviewRound(
+        id=new_id("round"),
+        proposal_id=proposal["id"],
+        number=(previous.number + 1) if previous else 1,
+        patch_version=int(proposal["current_version"]),
+        voting_roles=roles,
+        candidates=candidates,
+        advisory=advisory,
+        status="open",
+        close_reason=None,
+        opened_by=actor,
+        opened_at=now,
+        closed_at=None,
+    )
+    conn.execute(
+        "INSERT INTO review_rounds (id, proposal_id, number, patch_version, voting_roles, candidates,"
+        " advisory, status, opened_by, opened_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)",
+        (
+            found.id,
+            found.proposal_id,
+            found.number,
+            found.patch_version,
+            json.dumps(roles),
+            json.dumps(candidates),
+            json.dumps(advisory),
+            actor,
+            now,
+        ),
+    )
+    append_event(
+        conn,
+        "proposal.review_requested",
+        actor=actor,
+        task_id=proposal["task_id"],
+        proposal_id=proposal["id"],
+        payload={"round": found.to_dict(), "reason": reason},
+    )
+    return found
+
+
+def close_open_round(conn: sqlite3.Connection, proposal_id: str, reason: str) -> ReviewRound | None:
+    """Close the open round, if any; returns it as it was."""
+    row = conn.execute(
+        "SELECT * FROM review_rounds WHERE proposal_id = ? AND status = 'open'", (proposal_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    conn.execute(
+        "UPDATE review_rounds SET status = 'closed', close_reason = ?, closed_at = ? WHERE id = ?",
+        (reason, utc_now_iso(), row["id"]),
+    )
+    return round_from_row(row)
+
+
+# -- consensus ---------------------------------------------------------------------------------
+
+
+def counting_votes(conn: sqlite3.Connection, proposal_id: str, version: int) -> list[Vote]:
+    """The latest vote of each agent on ``version``, in cast order."""
+    rows = conn.execute(
+        "SELECT v.* FROM votes AS v WHERE v.proposal_id = ? AND v.patch_version = ? AND v.rowid = ("
+        " SELECT MAX(w.rowid) FROM votes AS w WHERE w.proposal_id = v.proposal_id"
+        " AND w.patch_version = v.patch_version AND w.agent_id = v.agent_id) ORDER BY v.rowid",
+        (proposal_id, version),
+    ).fetchall()
+    return [vote_from_row(row, counts=True) for row in rows]
+
+
+def evaluate_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal: sqlite3.Row) -> Consensus:
+    """The consensus of the proposal's current version under the configured policy."""
+    version = int(proposal["current_version"])
+    policy = config.policy
+    votes = counting_votes(conn, proposal["id"], version)
+    current = latest_round(conn, proposal["id"])
+    roles = current.voting_roles if current is not None and current.patch_version == version else []
+    approvals = [v for v in votes if v.vote in APPROVING_VOTES]
+    blocking = [
+        {"agent_id": v.agent_id, "vote": v.vote, "vote_id": v.id} for v in votes if v.vote in BLOCKING_VOTES
+    ]
+    revise = [{"agent_id": v.agent_id, "vote": v.vote, "vote_id": v.id} for v in votes if v.vote == "revise"]
+    missing = []
+    security_approved = any(v.role == SECURITY_ROLE for v in approvals)
+    if SECURITY_ROLE in roles and policy.require_security_approval and not security_approved:
+        missing.append(SECURITY_ROLE)
+    reached = bool(roles) and len(approvals) >= policy.required_approvals and not blocking and not missing
+    return Consensus(
+        patch_version=version,
+        approvals=len(approvals),
+        required=policy.required_approvals,
+        blocking=blocking,
+        revisions_requested=revise,
+        missing_roles=missing,
+        counting_vote_ids=[v.id for v in votes],
+        reached=reached,
+    )
+
+
+def leave_review(conn: sqlite3.Connection, proposal_id: str, *, actor: str, status: str) -> None:
+    """The proposal left review: revoke every live capability grant bound to it (SECURITY.md)."""
+    revoke_for_proposal_in(conn, proposal_id, actor=actor, reason=f"proposal {status}")
+
+
+def settle_status(
+    conn: sqlite3.Connection, config: ProjectConfig, proposal: sqlite3.Row, *, actor: str
+) -> tuple[str, Consensus]:
+    """Move an in-review proposal to the status its consensus implies, writing the events."""
+    consensus = evaluate_consensus(conn, config, proposal)
+    old = proposal["status"]
+    if old in TERMINAL_STATUSES or old == "pending":
+        return old, consensus
+    if consensus.reached:
+        new = "accepted"
+    elif consensus.revisions_requested:
+        new = "revision_requested"
+    else:
+        new = "in_review"
+    if new == old:
+        return old, consensus
+    conn.execute(
+        "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?", (new, utc_now_iso(), proposal["id"])
+    )
+    common = {"task_id": proposal["task_id"], "proposal_id": proposal["id"]}
+    payload = {"from": old, "to": new, "consensus": consensus.to_dict()}
+    if new == "accepted":
+        append_event(conn, "proposal.accepted", actor=actor, **common, payload=payload)
+        leave_review(conn, proposal["id"], actor=actor, status=new)
+    elif old == "accepted":
+        append_event(conn, "proposal.consensus_lost", actor=actor, **common, payload=payload)
+    else:
+        append_event(conn, "proposal.status_changed", actor=actor, **common, payload=payload)
+    return new, consensus

@@ -1,0 +1,109 @@
+"""The ``roundtable`` command line.
+
+Every command accepts ``--root DIR`` and ``--json``. Exit status: 0 on success, 2 on a usage
+error, 1 on any other error; with ``--json`` an error prints ``{"error": {"code", "message"}}``
+on stdout. Logs go to stderr. Commands live in :mod:`supervisor.cli.commands`, one module per area;
+each registers its subcommands and returns a JSON-able answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import anyio
+import structlog
+
+from store.errors import RoundtableError
+from supervisor.cli._output import emit, emit_error
+from supervisor.cli.commands import COMMAND_MODULES
+from supervisor.logging import configure_logging
+
+__all__ = ["build_parser", "main"]
+
+_log = structlog.get_logger("roundtable.cli")
+
+
+class _UsageError(Exception):
+    """Raised instead of argparse's exit so that ``--json`` can shape the error."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: {message}")
+
+
+def _common_options() -> argparse.ArgumentParser:
+    # SUPPRESS: a flag given after the subcommand must not be reset by the subparser's default.
+    common = _Parser(add_help=False)
+    common.add_argument("--root", metavar="DIR", default=argparse.SUPPRESS, help="the project root")
+    common.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="one JSON object on stdout"
+    )
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logs")
+    return common
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, with every command module's subcommands."""
+    common = _common_options()
+    parser = _Parser(
+        prog="roundtable",
+        description="Roundtable: proposals, votes and durable memory for teams of coding agents.",
+        parents=[common],
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+    for module in COMMAND_MODULES:
+        module.register(commands, common)
+    return parser
+
+
+def _wants_json(argv: Sequence[str]) -> bool:
+    return "--json" in argv
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    as_json = _wants_json(args_list)
+    try:
+        args = build_parser().parse_args(args_list)
+    except _UsageError as exc:
+        emit_error("invalid_argument", str(exc), as_json=as_json)
+        return 2
+    # The common flags use SUPPRESS (parents share action objects, so a default set on one parser
+    # would reset a flag given at another level); fill in the ones not given.
+    for name, default in (("root", None), ("json", False), ("verbose", False)):
+        if not hasattr(args, name):
+            setattr(args, name, default)
+    configure_logging(verbose=bool(args.verbose))
+    handler = args.handler
+    try:
+        if inspect.iscoroutinefunction(handler):
+            result: Any = anyio.run(handler, args)
+        else:
+            result = handler(args)
+    except RoundtableError as exc:
+        emit_error(exc.instance_code, exc.message, as_json=args.json)
+        return 1
+    except KeyboardInterrupt:
+        emit_error("internal", "interrupted", as_json=args.json)
+        return 130
+    except Exception as exc:
+        _log.exception("command.crashed", command=args.command)
+        emit_error(
+            "internal", f"unexpected error: {type(exc).__name__}; see the log on stderr", as_json=args.json
+        )
+        return 1
+    if isinstance(result, dict):
+        emit(result, as_json=args.json)
+    return 0
+
+
+def run() -> NoReturn:
+    """Console-script entry point."""
+    sys.exit(main())

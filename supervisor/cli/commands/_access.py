@@ -1,0 +1,198 @@
+"""Access: ``roundtable token ...``, ``roundtable capability ...`` and ``roundtable serve``.
+
+Tokens and capabilities are minted by the local operator; the raw token is printed once, in the
+answer of the command that minted it, and stored only as its SHA-256. ``serve`` runs the service
+app (MCP streamable HTTP at ``/mcp``, the HTTP API at ``/api/v1`` and the web console, built by
+:func:`capabilities.serving._web.build_service_app`) on loopback TCP or a Unix socket; a
+non-loopback bind needs ``--allow-remote``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import structlog
+
+if TYPE_CHECKING:
+    from capabilities.serving._transports import BoundAddress
+
+from capabilities.policy import ROLE_TOOLSETS
+from store.access._grants import DEFAULT_GRANT_TTL_SECONDS, MAX_TTL_SECONDS
+from supervisor.cli._project import open_project, open_services
+
+__all__ = ["DEFAULT_PORT", "register"]
+
+DEFAULT_PORT = 8765
+LOCAL_OPERATOR = "operator"
+
+_log = structlog.get_logger("roundtable.serve")
+
+
+# -- tokens ----------------------------------------------------------------------------------------
+
+
+def _token_create(args: argparse.Namespace) -> dict[str, Any]:
+    with open_project(args.root) as store:
+        issued = store.grants.mint_operator_token(name=args.name, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl)
+    return {
+        **issued.record.to_dict(),
+        "token_id": issued.record.id,
+        "token": issued.token,
+        "note": "store this token now: it is shown once and kept only as a hash",
+    }
+
+
+def _token_list(args: argparse.Namespace) -> dict[str, Any]:
+    with open_project(args.root) as store:
+        return {"tokens": [record.to_dict() for record in store.grants.list_operator_tokens()]}
+
+
+def _token_revoke(args: argparse.Namespace) -> dict[str, Any]:
+    with open_project(args.root) as store:
+        record, revoked = store.grants.revoke_operator_token(args.token_id, actor=LOCAL_OPERATOR)
+    return {"token": record.to_dict(), "revoked": revoked}
+
+
+# -- capabilities ----------------------------------------------------------------------------------
+
+
+def _capability_grant(args: argparse.Namespace) -> dict[str, Any]:
+    from capabilities.auth import issue_capability  # the MCP SDK is imported only when needed
+
+    with open_project(args.root) as store:
+        issued = issue_capability(
+            store, proposal_id=args.proposal, role=args.role, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl
+        )
+    grant = issued.record
+    return {
+        "grant_id": grant.id,
+        "token": issued.token,
+        "expires_at": grant.expires_at,
+        "tools": sorted(grant.tools),
+        "scopes": sorted(grant.scopes),
+        "role": grant.role,
+        "agent_id": grant.agent_id,
+        "proposal_id": grant.proposal_id,
+        "task_id": grant.task_id,
+    }
+
+
+def _capability_revoke(args: argparse.Namespace) -> dict[str, Any]:
+    with open_project(args.root) as store:
+        grant, revoked = store.grants.revoke(args.grant_id, actor=LOCAL_OPERATOR, reason=args.reason)
+    return {"grant": grant.to_dict(), "revoked": revoked}
+
+
+def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
+    with open_project(args.root) as store:
+        grants = store.grants.list_grants(proposal_id=args.proposal, active_only=args.active)
+    return {"grants": [grant.to_dict() for grant in grants]}
+
+
+# -- serve -----------------------------------------------------------------------------------------
+
+
+async def _serve(args: argparse.Namespace) -> dict[str, Any]:
+    # Imported here: every other command would otherwise pay for the MCP SDK and uvicorn.
+    from capabilities.serving._transports import check_bind_host, serve_asgi
+    from capabilities.serving._web import WebService, build_service_app, prepare_shutdown
+    from supervisor.models._resynthesis import synthesizer_for
+
+    if args.uds is None:
+        check_bind_host(args.host, allow_remote=args.allow_remote)
+    with open_services(args.root) as services:
+        synthesizer, provider = synthesizer_for(services.store.config)
+        web = WebService(services, synthesizer=synthesizer, provider=provider)
+        app = build_service_app(services, web=web, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, console
+        where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
+        async with anyio.create_task_group() as tg:
+            address: BoundAddress = await tg.start(
+                partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
+            )
+            _announce(address, as_json=args.json)
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for received in signals:
+                    _log.warning("serve.stopping", signal=signal.Signals(received).name)
+                    break
+            tg.cancel_scope.cancel()
+    return {"stopped": True, "url": address.base_url, "uds": address.uds}
+
+
+def _announce(address: BoundAddress, *, as_json: bool) -> None:
+    """Say where the service listens, on stderr (stdout carries only the command's answer)."""
+    if as_json:
+        line = json.dumps({"event": "serve.ready", "url": address.base_url, "mcp": address.mcp_url})
+    else:
+        line = f"serving MCP at {address.mcp_url}" + (f" on Unix socket {address.uds}" if address.uds else "")
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _ttl(value: str) -> int:
+    ttl = int(value)
+    if not 1 <= ttl <= MAX_TTL_SECONDS:
+        raise argparse.ArgumentTypeError(f"must lie between 1 and {MAX_TTL_SECONDS}")
+    return ttl
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``token``, ``capability`` and ``serve``."""
+    token = commands.add_parser("token", parents=[common], help="operator tokens for HTTP")
+    token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", parser_class=type(token))
+    token_sub.required = True
+    create = token_sub.add_parser("create", parents=[common], help="mint an operator token (printed once)")
+    create.add_argument("--name", required=True, help="the operator's name (X-Actor-ID on the HTTP API)")
+    create.add_argument("--ttl", type=_ttl, default=None, help="seconds until it expires (default: never)")
+    create.set_defaults(handler=_token_create)
+    listing = token_sub.add_parser("list", parents=[common], help="operator tokens (never the tokens)")
+    listing.set_defaults(handler=_token_list)
+    revoke = token_sub.add_parser("revoke", parents=[common], help="revoke an operator token")
+    revoke.add_argument("token_id")
+    revoke.set_defaults(handler=_token_revoke)
+
+    capability = commands.add_parser(
+        "capability", parents=[common], help="role capabilities bound to a proposal"
+    )
+    cap_sub = capability.add_subparsers(
+        dest="capability_command", metavar="ACTION", parser_class=type(capability)
+    )
+    cap_sub.required = True
+    grant = cap_sub.add_parser("grant", parents=[common], help="mint a capability for a role on a proposal")
+    grant.add_argument("--proposal", required=True, metavar="P")
+    grant.add_argument("--role", required=True, choices=sorted(set(ROLE_TOOLSETS) - {"operator"}))
+    grant.add_argument("--ttl", type=_ttl, default=DEFAULT_GRANT_TTL_SECONDS, metavar="SECONDS")
+    grant.set_defaults(handler=_capability_grant)
+    cap_revoke = cap_sub.add_parser("revoke", parents=[common], help="revoke a capability")
+    cap_revoke.add_argument("grant_id")
+    cap_revoke.add_argument("--reason", default="revoked by operator")
+    cap_revoke.set_defaults(handler=_capability_revoke)
+    cap_list = cap_sub.add_parser("list", parents=[common], help="capability grants, newest first")
+    cap_list.add_argument("--proposal", default=None, metavar="P")
+    cap_list.add_argument("--active", action="store_true", help="only grants neither expired nor revoked")
+    cap_list.set_defaults(handler=_capability_list)
+
+    serve = commands.add_parser(
+        "serve", parents=[common], help="MCP over streamable HTTP at /mcp (bearer tokens)"
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks one)"
+    )
+    serve.add_argument("--uds", default=None, metavar="PATH", help="serve on this Unix socket instead of TCP")
+    serve.add_argument(
+        "--allow-remote", action="store_true", help="allow a non-loopback --host (other machines can connect)"
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an extra Host header value to accept (host or host:*), for remote clients",
+    )
+    serve.set_defaults(handler=_serve)

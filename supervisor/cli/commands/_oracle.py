@@ -1,0 +1,142 @@
+"""``roundtable oracle launch P [--wait] [--timeout S] [--provider NAME]``.
+
+The explicit launch of the MemoryOracle for one proposal. Progress goes to stderr as it happens
+(readable lines on a terminal, JSON lines with ``--json``). With ``--wait`` the command returns
+when the container has exited and prints ``{"launch": {"id", "status", "exit_code", "warnings"}}``.
+Without it, the launch continues in a detached supervisor process and the command prints the
+launch's ID as soon as the launch is recorded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+from store.errors import InternalError
+
+__all__ = ["register"]
+
+
+def _progress_printer(as_json: bool) -> Any:
+    started = time.monotonic()
+
+    def report(phase: str, details: dict[str, Any]) -> None:
+        if as_json:
+            line = json.dumps({"phase": phase, **details}, sort_keys=True)
+        else:
+            extra = " ".join(f"{k}={v}" for k, v in details.items() if k != "launch_id")
+            line = f"[{time.monotonic() - started:6.2f}s] {phase:<14} {details.get('launch_id', '')} {extra}"
+        sys.stderr.write(line.rstrip() + "\n")
+        sys.stderr.flush()
+
+    return report
+
+
+async def _launch(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.wait:
+        return _launch_detached(args)
+    from supervisor.cli._project import open_project
+    from supervisor.launch._supervisor import Supervisor
+
+    report = _progress_printer(args.json)
+    announce = os.fdopen(args.announce_fd, "w") if args.announce_fd is not None else None
+
+    def on_phase(phase: str, details: dict[str, Any]) -> None:
+        report(phase, details)
+        if announce is not None and phase == "requested" and not announce.closed:
+            announce.write(json.dumps(details) + "\n")
+            announce.close()
+
+    with open_project(args.root) as store:
+        async with Supervisor(store) as supervisor:
+            result = await supervisor.launch_role(
+                "memory_oracle",
+                args.proposal_id,
+                provider=args.provider,
+                timeout=args.timeout,
+                on_phase=on_phase,
+            )
+    body = result.to_dict()
+    warnings = body["warnings"]
+    lines = [
+        f"launch {body['id']}: {body['status']} (exit code {body['exit_code']}), {len(warnings)} warning(s)"
+    ]
+    for event in warnings:
+        payload = event["payload"]
+        lines.append(
+            f"  - [{payload.get('severity')}] cites {', '.join(payload.get('cited_memory_ids', []))}"
+        )
+    return {"launch": body, "message": "\n".join(lines)}
+
+
+def _launch_detached(args: argparse.Namespace) -> dict[str, Any]:
+    """Run ``oracle launch --wait`` in a new session; return once the launch is recorded.
+
+    The child announces the launch on a pipe and then closes it; its progress and result go to a
+    log file under ``.roundtable/logs``, so it never writes to a reader that has gone away.
+    """
+    from store import find_project_root
+
+    paths = find_project_root(args.root)
+    logs = paths.state_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    log_path = logs / f"oracle-launch-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
+    read_fd, write_fd = os.pipe()
+    argv = [sys.executable, "-m", "supervisor", "oracle", "launch", args.proposal_id, "--wait", "--json"]
+    argv += ["--root", str(paths.root), "--announce-fd", str(write_fd)]
+    if args.timeout is not None:
+        argv += ["--timeout", str(args.timeout)]
+    if args.provider:
+        argv += ["--provider", args.provider]
+    with open(log_path, "ab") as log_file:
+        child = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=log_file,
+            pass_fds=(write_fd,),
+            start_new_session=True,
+        )
+    os.close(write_fd)
+    with os.fdopen(read_fd) as announce:
+        line = announce.readline()
+    if not line:
+        child.wait()
+        raise InternalError(f"the background launch ended before it was recorded; see {log_path}")
+    launch_id = json.loads(line)["launch_id"]
+    return {
+        "launch": {
+            "id": launch_id,
+            "status": "requested",
+            "detached": True,
+            "pid": child.pid,
+            "log": str(log_path),
+        },
+        "message": f"launch {launch_id} runs in the background (pid {child.pid}, log {log_path}); "
+        f"follow it with `roundtable timeline {args.proposal_id}`",
+    }
+
+
+def register(commands: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``oracle launch``."""
+    oracle = commands.add_parser("oracle", parents=[common], help="the MemoryOracle (advisory reviewer)")
+    sub = oracle.add_subparsers(dest="oracle_command", metavar="ACTION", parser_class=type(oracle))
+    sub.required = True
+    launch = sub.add_parser(
+        "launch", parents=[common], help="launch the MemoryOracle container for a proposal"
+    )
+    launch.add_argument("proposal_id", metavar="P")
+    launch.add_argument(
+        "--wait", action="store_true", help="wait for the container to exit and print the result"
+    )
+    launch.add_argument(
+        "--timeout", type=float, help="the launch deadline in seconds (default from config.toml)"
+    )
+    launch.add_argument("--provider", choices=["lexical", "openai"], help="override the configured provider")
+    launch.add_argument("--announce-fd", type=int, help=argparse.SUPPRESS)
+    launch.set_defaults(handler=_launch)

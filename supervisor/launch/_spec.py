@@ -1,0 +1,246 @@
+"""What a launch asks for, what it produced, and the hardened container settings derived from it.
+
+:func:`container_kwargs` is the one place that turns a :class:`LaunchSpec` into the arguments of the
+docker SDK's ``containers.create``. Every measure of SECURITY.md's "Role containers" table is here,
+fixed, not configurable by the spec: a spec chooses the image, the command, non-secret environment
+variables, the runtime directory and the size of the limits, never whether they apply.
+
+Three settings go beyond the table, so that "only ``/tmp`` is writable" holds literally and the
+host's disk is safe: ``ipc_mode="none"`` (no ``/dev/shm``), a ``msgqueue`` ulimit of 0 (no POSIX
+message queues in ``/dev/mqueue``) and a size-capped ``json-file`` log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from docker.types import LogConfig, Mount, Ulimit
+
+from store.config import RoleConfig
+from store.errors import InvalidArgument
+from store.launches._store import LaunchStatus
+from supervisor.launch._runtime_dir import CONTAINER_MOUNT
+
+__all__ = [
+    "CONTAINER_USER",
+    "LABEL_LAUNCH",
+    "LABEL_PROPOSAL",
+    "LABEL_ROLE",
+    "LABEL_SUPERVISOR",
+    "TMPFS_OPTIONS",
+    "ContainerOutcome",
+    "LaunchLimits",
+    "LaunchPhase",
+    "LaunchSpec",
+    "container_kwargs",
+    "container_name",
+    "parse_memory",
+    "supervisor_id_for",
+]
+
+CONTAINER_USER = "10001:10001"
+TMPFS_OPTIONS = "rw,noexec,nosuid,nodev,size=64m"
+LABEL_SUPERVISOR = "roundtable.supervisor"
+LABEL_LAUNCH = "roundtable.launch"
+LABEL_PROPOSAL = "roundtable.proposal"
+LABEL_ROLE = "roundtable.role"
+# The engine keeps a container's output on the host until it is removed; cap it so that a chatty
+# role cannot fill the host's disk in the meantime.
+LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}}
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Secrets reach a container only as the token file: refuse environment names that look like one.
+_SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api_?key|credential|private_?key)")
+_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
+
+
+def parse_memory(text: str | int) -> int:
+    """Bytes from ``"512m"``, ``"1g"``, ``"64MiB"`` or a plain integer (bytes)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    else:
+        match = _MEMORY.match(str(text))
+        if match is None:
+            raise InvalidArgument(f"memory limit {text!r} is not a size like 512m or 1g")
+        value = int(float(match[1]) * _UNITS[match[2].lower()])
+    if value < 6 * 1024**2:  # the engine's own minimum
+        raise InvalidArgument(f"memory limit {text!r} is below the engine's minimum of 6m")
+    return value
+
+
+def supervisor_id_for(project_root: Path) -> str:
+    """The stable id a project's supervisor labels its containers with (from the project's path)."""
+    digest = hashlib.sha256(str(Path(project_root).resolve()).encode()).hexdigest()
+    return f"rt{digest[:14]}"
+
+
+def container_name(launch_id: str) -> str:
+    """The container's name: unique per launch, so a retried create finds its own container."""
+    return f"roundtable-{launch_id}"
+
+
+class LaunchPhase(StrEnum):
+    """Progress reported to the ``on_phase`` hook of :meth:`DockerLauncher.run`, in this order."""
+
+    CREATING = "creating"
+    CREATED = "created"  # the container exists and its id is committed
+    RUNNING = "running"
+    STOPPED = "stopped"  # the container no longer runs (exit, kill, failure): revoke now
+    ENDED = "ended"  # the container is removed and the launch record is final
+
+
+@dataclass(frozen=True)
+class LaunchLimits:
+    """Resource limits of one container."""
+
+    memory_bytes: int = 512 * 1024**2
+    cpus: float = 1.0
+    pids: int = 128
+    nofile: int = 1024
+
+    def __post_init__(self) -> None:
+        if self.memory_bytes < 6 * 1024**2:
+            raise InvalidArgument("memory_bytes must be at least 6 MiB")
+        if not (math.isfinite(self.cpus) and 0.01 <= self.cpus <= 64):
+            raise InvalidArgument("cpus must be between 0.01 and 64")
+        if not 8 <= self.pids <= 65536:
+            raise InvalidArgument("pids must be between 8 and 65536")
+        if not 16 <= self.nofile <= 1048576:
+            raise InvalidArgument("nofile must be between 16 and 1048576")
+
+    @classmethod
+    def from_role(cls, role: RoleConfig) -> LaunchLimits:
+        """The limits a role's ``config.toml`` section asks for."""
+        return cls(
+            memory_bytes=parse_memory(role.memory_limit),
+            cpus=role.cpus,
+            pids=role.pids_limit,
+            nofile=role.nofile_limit,
+        )
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """Everything :meth:`DockerLauncher.run` needs to run one recorded launch.
+
+    ``environment`` is for non-secret settings only (it shows in ``docker inspect``); the grant's token
+    reaches the container as the file in ``runtime_dir``. Strings in ``redact`` (the token, for one)
+    are cut out of the log tail before it is stored.
+    """
+
+    launch_id: str
+    role: str
+    proposal_id: str
+    image: str
+    command: tuple[str, ...] = ()
+    entrypoint: tuple[str, ...] | None = None
+    environment: Mapping[str, str] = field(default_factory=dict)
+    runtime_dir: Path | None = None
+    limits: LaunchLimits = field(default_factory=LaunchLimits)
+    timeout_seconds: float = 300.0
+    redact: frozenset[str] = field(default_factory=frozenset, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("launch_id", "role", "proposal_id", "image"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip() or "\x00" in value:
+                raise InvalidArgument(f"{name} must be a non-blank string")
+        for arg in (*self.command, *(self.entrypoint or ())):
+            if not isinstance(arg, str) or "\x00" in arg:
+                raise InvalidArgument("command and entrypoint arguments must be strings without NUL")
+        for key, value in self.environment.items():
+            if not _ENV_NAME.match(key) or not isinstance(value, str) or "\x00" in value:
+                raise InvalidArgument(f"environment variable {key!r} is not a plain NAME=value")
+            if _SECRET_NAME.search(key):
+                raise InvalidArgument(
+                    f"environment variable {key!r} looks like a secret: secrets reach a container only "
+                    "as the token file, never as environment (it shows in docker inspect)"
+                )
+        if not (math.isfinite(self.timeout_seconds) and 0 < self.timeout_seconds <= 86400):
+            raise InvalidArgument("timeout_seconds must be between 0 and 86400")
+        if self.runtime_dir is not None and not Path(self.runtime_dir).is_absolute():
+            raise InvalidArgument("runtime_dir must be an absolute path")
+
+
+def container_kwargs(spec: LaunchSpec, supervisor_id: str) -> dict[str, Any]:
+    """The ``containers.create`` arguments for ``spec``: every hardening measure, always."""
+    limits = spec.limits
+    mounts = []
+    if spec.runtime_dir is not None:
+        mounts.append(
+            Mount(target=CONTAINER_MOUNT, source=str(spec.runtime_dir), type="bind", read_only=True)
+        )
+    return {
+        "image": spec.image,
+        "command": list(spec.command) or None,
+        "entrypoint": None if spec.entrypoint is None else list(spec.entrypoint),
+        "name": container_name(spec.launch_id),
+        "user": CONTAINER_USER,
+        "environment": dict(spec.environment),
+        "labels": {
+            LABEL_SUPERVISOR: supervisor_id,
+            LABEL_LAUNCH: spec.launch_id,
+            LABEL_PROPOSAL: spec.proposal_id,
+            LABEL_ROLE: spec.role,
+        },
+        "privileged": False,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges:true"],
+        "read_only": True,
+        "tmpfs": {"/tmp": TMPFS_OPTIONS},  # noqa: S108 (the container's own tmpfs)
+        "network_mode": "none",
+        "mem_limit": limits.memory_bytes,
+        "memswap_limit": limits.memory_bytes,
+        "nano_cpus": round(limits.cpus * 1e9),
+        "pids_limit": limits.pids,
+        # msgqueue 0: no POSIX message queues, so /dev/mqueue takes no writes either.
+        "ulimits": [
+            Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile),
+            Ulimit(name="msgqueue", soft=0, hard=0),
+        ],
+        "ipc_mode": "none",  # no /dev/shm: with a read-only root, /tmp is the only writable place
+        "init": True,
+        "mounts": mounts,
+        "log_config": LogConfig(type=LOG_CONFIG["type"], config=LOG_CONFIG["config"]),
+    }
+
+
+@dataclass(frozen=True)
+class ContainerOutcome:
+    """How a launch ended, as recorded.
+
+    ``status`` is ``exited`` (status 0), ``failed`` (``reason`` ``nonzero_exit`` or ``oom``), or
+    ``timeout`` (``reason`` ``deadline_exceeded``; the container was killed). ``warnings`` name clean-up
+    steps that did not work (the reaper finishes them).
+    """
+
+    launch_id: str
+    status: LaunchStatus
+    exit_code: int | None
+    reason: str | None
+    oom_killed: bool
+    container_id: str | None
+    log_tail: str
+    seconds: float
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of ``oracle launch --wait``'s ``launch`` object (plus details)."""
+        return {
+            "id": self.launch_id,
+            "status": str(self.status),
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+            "oom_killed": self.oom_killed,
+            "container_id": self.container_id,
+            "seconds": round(self.seconds, 3),
+            "warnings": list(self.warnings),
+        }

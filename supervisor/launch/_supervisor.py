@@ -1,0 +1,311 @@
+"""The supervisor: the only way a role starts, and the guarantee that it ends cleanly.
+
+:meth:`Supervisor.launch_role` is the explicit orchestration action behind ``roundtable oracle
+launch``. For one launch it:
+
+1. checks that the proposal exists, is open, and has a current patch version;
+2. records the launch (``requested``) and mints a capability grant bound to the proposal and the
+   launch, expiring at the deadline plus a margin;
+3. creates the per-launch runtime directory, writes the token file (0400, container user) and
+   serves the MCP application on the launch's Unix socket, accepting that grant only, with the
+   model gateway route beside it;
+4. runs the hardened container through the :class:`~supervisor.launcher.Launcher`, with a deadline;
+5. whatever happens (exit, crash, timeout, cancellation, shutdown) revokes the grant, stops the
+   socket server, removes the runtime directory, and returns the recorded outcome with the
+   warnings the oracle wrote.
+
+Launches run concurrently up to ``[supervisor] max_concurrent_launches``. At start the supervisor
+reaps what a previous one left behind: labelled containers, runtime directories, launches still
+marked active (failed as ``supervisor_restarted``) and their grants (revoked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import structlog
+
+from capabilities.auth import issue_capability
+from capabilities.services import Services
+from capabilities.serving._transports import build_launch_app, serving
+from store import Store
+from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
+from store.events._log import Event, list_events
+from store.launches._store import Launch, LaunchStatus
+from supervisor.docker._launcher import DockerLauncher, Launcher
+from supervisor.launch._ownership import OwnerLock, live_owners
+from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
+from supervisor.launch._spec import LaunchLimits, LaunchPhase, LaunchSpec, supervisor_id_for
+from supervisor.models._gateway import ModelGateway
+
+__all__ = ["ROLES", "LaunchResult", "PhaseReporter", "Supervisor"]
+
+ROLES = ("memory_oracle",)
+"""Roles the supervisor can launch."""
+
+_ACTOR = "supervisor"
+_GRANT_MARGIN_SECONDS = 60
+_CLOSED = frozenset({"accepted", "rejected", "withdrawn", "applied"})
+_CLEANUP_SECONDS = 30.0
+_log = structlog.get_logger("roundtable.supervisor")
+
+PhaseReporter = Callable[[str, dict[str, Any]], Awaitable[None] | None]
+"""Receives ``(phase, details)`` as a launch progresses (for progress lines on stderr)."""
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """How a launch ended, with the warnings the role wrote."""
+
+    launch: Launch
+    warnings: list[Event] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"id", "status", "exit_code", "reason", "provider", "warnings": [...], ...}``."""
+        return {
+            "id": self.launch.id,
+            "status": str(self.launch.status),
+            "exit_code": self.launch.exit_code,
+            "reason": self.launch.reason,
+            "provider": self.launch.provider,
+            "proposal_id": self.launch.proposal_id,
+            "usage": self.launch.usage,
+            "warnings": [event.to_dict() for event in self.warnings],
+        }
+
+
+class Supervisor:
+    """Runs role launches for one project's store. Use as ``async with Supervisor(store) as sup``."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        launcher: Launcher | None = None,
+        runtime: RuntimeRoot | None = None,
+        model_transport: Any = None,
+        spec_transform: Callable[[LaunchSpec], LaunchSpec] | None = None,
+    ):
+        """``model_transport`` (an httpx2 transport) and ``spec_transform`` exist for tests that
+        inject faults: the first reroutes model requests, the second rewrites a launch's container
+        spec (say, to run a process that hangs or crashes). Neither changes any hardening measure,
+        which :func:`~supervisor.launch_spec.container_kwargs` always applies."""
+        self.store = store
+        self.services = Services(store=store)
+        self.supervisor_id = supervisor_id_for(store.paths.root)
+        self.runtime = runtime or RuntimeRoot(self.supervisor_id)
+        self._owns_launcher = launcher is None
+        self.launcher: Launcher = launcher or DockerLauncher(
+            store.launches, supervisor_id=self.supervisor_id, runtime=self.runtime
+        )
+        self._limiter = anyio.CapacityLimiter(store.config.supervisor.max_concurrent_launches)
+        self._model_transport = model_transport
+        self._spec_transform = spec_transform
+        self._owner = OwnerLock(self.runtime.path.parent / "owners" / self.supervisor_id[:12])
+
+    async def __aenter__(self) -> Supervisor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Reap what a previous supervisor left: containers, directories, active launches, grants.
+
+        Launches of another live supervisor process on this project are left alone."""
+        # The owner lock lives beside the runtime directories: make sure that private (0700, ours)
+        # base exists first, so nobody else can have created the directory the lock goes in.
+        await anyio.to_thread.run_sync(self.runtime.ensure)
+        await anyio.to_thread.run_sync(self._owner.acquire)
+        active = await self.store.db.run(self.store.launches.active)
+        owners = await anyio.to_thread.run_sync(
+            live_owners, self._owner.directory, [launch.owner for launch in active if launch.owner]
+        )
+        alive = [launch.id for launch in active if launch.owner in owners]
+        report = await self.launcher.reap(on_orphan=self._revoke_orphan, keep=alive)
+        _log.info("supervisor_started", supervisor_id=self.supervisor_id, reaped=str(report))
+
+    async def aclose(self) -> None:
+        """Release the owner lock and the engine connection (launches in flight clean up after
+        themselves, in their own tasks)."""
+        self._owner.release()
+        if self._owns_launcher and isinstance(self.launcher, DockerLauncher):
+            await self.launcher.aclose()
+
+    async def _revoke_orphan(self, launch_id: str) -> None:
+        await self.store.db.run(
+            self.store.grants.revoke_for_launch, launch_id, actor=_ACTOR, reason="supervisor_restarted"
+        )
+
+    # -- launches ------------------------------------------------------------------------------------
+
+    async def launch_role(
+        self,
+        role: str,
+        proposal_id: str,
+        *,
+        provider: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - the container's deadline, not this call's
+        on_phase: PhaseReporter | None = None,
+    ) -> LaunchResult:
+        """Launch ``role`` for ``proposal_id`` and wait for it to end; see the module docstring."""
+        if role not in ROLES:
+            raise InvalidArgument(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+        role_config = self.store.config.roles.memory_oracle
+        chosen = provider or role_config.provider
+        if chosen not in ("lexical", "openai"):
+            raise InvalidArgument(f"unknown provider {chosen!r}; providers: lexical, openai")
+        deadline = float(timeout if timeout is not None else role_config.timeout_seconds)
+        if not 0 < deadline <= 86400:
+            raise InvalidArgument("timeout must be between 0 and 86400 seconds")
+        proposal = await self.store.db.run(self.store.proposals.get, proposal_id)
+        if proposal["status"] in _CLOSED:
+            raise Conflict(
+                f"proposal {proposal_id} is {proposal['status']}; the oracle reviews open proposals"
+            )
+        if proposal.get("patch") is None:
+            raise Conflict(f"proposal {proposal_id} has no patch version to review")
+
+        async with self._limiter:
+            launch = await self.store.db.run(
+                self.store.launches.request,
+                role=role,
+                agent_id=role_config.agent_id,
+                proposal_id=proposal_id,
+                image=role_config.image,
+                task_id=str(proposal["task_id"]),
+                provider=chosen,
+                owner=self._owner.name,
+            )
+            return await self._run_launch(launch, role, chosen, deadline, on_phase)
+
+    async def _run_launch(
+        self, launch: Launch, role: str, provider: str, deadline: float, on_phase: PhaseReporter | None
+    ) -> LaunchResult:
+        log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id)
+        role_config = self.store.config.roles.memory_oracle
+        gateway = ModelGateway(self.store.config.providers.openai, launch.id, transport=self._model_transport)
+        # The model gateway (and so the operator's API key) exists only for launches that use it.
+        extra_routes = [gateway.route()] if provider == "openai" else []
+        grant_id: str | None = None
+        rundir: LaunchRuntimeDir | None = None
+        handed_over = False  # from here on the launcher records how the launch ends
+        try:
+            await _report(on_phase, "requested", {"launch_id": launch.id, "provider": provider})
+            issued = await self.store.db.run(
+                issue_capability,
+                self.store,
+                proposal_id=launch.proposal_id,
+                role=role,
+                actor=_ACTOR,
+                ttl_seconds=int(deadline) + _GRANT_MARGIN_SECONDS,
+                launch_id=launch.id,
+            )
+            grant_id = issued.record.id
+            log = log.bind(grant_id=grant_id)
+            rundir = await anyio.to_thread.run_sync(self.runtime.create, launch.id)
+            await anyio.to_thread.run_sync(rundir.write_token_file, issued.token)
+            app = build_launch_app(self.services, grant_id, extra_routes=extra_routes)
+            async with serving(app, uds=rundir.socket_path):
+                await anyio.to_thread.run_sync(rundir.grant_socket)
+                await _report(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})
+                spec = LaunchSpec(
+                    launch_id=launch.id,
+                    role=role,
+                    proposal_id=launch.proposal_id,
+                    image=role_config.image,
+                    command=(
+                        "--provider",
+                        provider,
+                        "--max-turns",
+                        str(self.store.config.providers.openai.max_turns),
+                    ),
+                    environment={"ROUNDTABLE_PROVIDER": provider},
+                    runtime_dir=rundir.path,
+                    limits=LaunchLimits.from_role(role_config),
+                    timeout_seconds=deadline,
+                    redact=frozenset({issued.token}),
+                )
+                if self._spec_transform is not None:
+                    spec = self._spec_transform(spec)
+
+                async def phase(step: LaunchPhase) -> None:
+                    if step is LaunchPhase.STOPPED:
+                        await self._revoke(grant_id, "launch_stopped")
+                    await _report(on_phase, str(step), {"launch_id": launch.id})
+
+                handed_over = True
+                await self.launcher.run(spec, on_phase=phase)
+        except BaseException as exc:
+            error = _unwrap(exc)
+            if not handed_over:
+                with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                    await self._fail_unstarted(launch.id, error)
+            if isinstance(error, RoundtableError):
+                raise error from None
+            if isinstance(error, Exception):
+                raise LaunchFailed(f"launch {launch.id} failed: {type(error).__name__}: {error}") from error
+            raise
+        finally:
+            with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                if grant_id is not None:
+                    await self._revoke(grant_id, "launch_ended")
+                if rundir is not None:
+                    await anyio.to_thread.run_sync(rundir.remove)
+                if gateway.usage.requests or gateway.usage.refused:
+                    await self.store.db.run(
+                        self.store.launches.record_usage, launch.id, gateway.usage.to_dict()
+                    )
+        final = await self.store.db.run(self.store.launches.get, launch.id)
+        warnings = await self.warnings_of(launch.id, launch.proposal_id)
+        await _report(on_phase, "done", {"launch_id": launch.id, "status": str(final.status)})
+        log.info("launch_done", status=str(final.status), warnings=len(warnings))
+        return LaunchResult(final, warnings)
+
+    async def _fail_unstarted(self, launch_id: str, error: BaseException) -> None:
+        """Record the end of a launch that failed (or was cancelled) before its container ran."""
+        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
+        status = LaunchStatus.CANCELLED if cancelled else LaunchStatus.FAILED
+        message = error.message if isinstance(error, RoundtableError) else f"{type(error).__name__}: {error}"
+        try:
+            await self.store.db.run(
+                self.store.launches.finish,
+                launch_id,
+                status,
+                reason="cancelled" if cancelled else "prepare_failed",
+                error=message,
+            )
+        except RoundtableError as exc:  # already final: nothing more to record
+            _log.info("launch_already_final", launch_id=launch_id, detail=exc.message)
+
+    async def _revoke(self, grant_id: str, reason: str) -> None:
+        await self.store.db.run(self.store.grants.revoke, grant_id, actor=_ACTOR, reason=reason)
+
+    async def warnings_of(self, launch_id: str, proposal_id: str) -> list[Event]:
+        """The ``memory.oracle_warning`` events a launch wrote."""
+        events = await self.store.db.run(
+            self.store.db.read,
+            lambda conn: list_events(
+                conn, proposal_id=proposal_id, types=("memory.oracle_warning",), limit=10_000
+            ),
+        )
+        return [event for event in events if event.payload.get("launch_id") == launch_id]
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The error inside the exception groups that task groups (the socket server's) wrap it in."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+async def _report(reporter: PhaseReporter | None, phase: str, details: dict[str, Any]) -> None:
+    if reporter is None:
+        return
+    result = reporter(phase, details)
+    if result is not None:
+        await result

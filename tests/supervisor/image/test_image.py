@@ -1,0 +1,283 @@
+"""The role image: its build inputs, its offline base, and the built image itself.
+
+The ``docker`` tests build (or reuse) ``roundtable-role:<version>`` once per session through the
+offline path and inspect it with the real engine. They fail, never skip, when Docker is unreachable.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import docker
+import docker.errors
+import pytest
+
+from supervisor.image._build import (
+    LABEL_REVISION,
+    LABEL_SOURCE_HASH,
+    LABEL_VERSION,
+    DockerUnavailableError,
+    ImageBuildResult,
+    build_role_image,
+    inspect_role_image,
+    role_image_tag,
+    source_hash,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+BUILD_BASE = REPO_ROOT / "deploy" / "build-base.sh"
+TEST_LABEL = "roundtable.test"
+TEST_LABEL_VALUE = "test_image"
+ROLE_USER = "10001:10001"
+
+
+# -- build inputs (no Docker) -------------------------------------------------------------------------
+
+
+def _fake_checkout(root: Path) -> Path:
+    for name in ("supervisor", "roles", "capabilities", "store", "deploy"):
+        (root / name).mkdir(parents=True)
+        (root / name / "__init__.py").write_text(f"# {name}\n")
+    (root / "pyproject.toml").write_text("[project]\nname = 'roundtable'\n")
+    (root / "deploy" / "Dockerfile").write_text("FROM scratch\n")
+    return root
+
+
+def test_source_hash_is_stable_and_ignores_caches(tmp_path: Path) -> None:
+    root = _fake_checkout(tmp_path)
+    first = source_hash(root, "base@1")
+    (root / "roles" / "__pycache__").mkdir()
+    (root / "roles" / "__pycache__" / "runner.cpython-311.pyc").write_bytes(b"\0")
+    (root / "store" / "x.pyc").write_bytes(b"\0")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text("")
+    assert source_hash(root, "base@1") == first
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["roles/runner.py", "store/__init__.py", "pyproject.toml", "deploy/Dockerfile", "README.md"],
+)
+def test_source_hash_follows_every_input(tmp_path: Path, change: str) -> None:
+    root = _fake_checkout(tmp_path)
+    before = source_hash(root, "base@1")
+    (root / change).write_text("changed\n")
+    assert source_hash(root, "base@1") != before
+
+
+def test_source_hash_follows_the_base(tmp_path: Path) -> None:
+    root = _fake_checkout(tmp_path)
+    assert source_hash(root, "roundtable-base:bookworm@sha256:a") != source_hash(
+        root, "roundtable-base:bookworm@sha256:b"
+    )
+
+
+def test_role_image_tag_names_the_installed_version() -> None:
+    assert role_image_tag() == f"roundtable-role:{version('roundtable')}"
+
+
+def _print_source(apt_etc: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(BUILD_BASE), "--print-source"],
+        env={**os.environ, "APT_ETC": str(apt_etc)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_base_mirror_comes_from_deb822_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\nComponents: main\n\n"
+        "Types: deb\nEnabled: no\nURIs: http://off.example/debian\nSuites: bookworm\nComponents: main\n\n"
+        "# the security archive is not the main one\n"
+        "Types: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\n"
+        "Components: main\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm-updates bookworm\n"
+        "Components: main contrib\n"
+    )
+    proc = _print_source(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["http://mirror.example/debian", "bookworm"]
+
+
+def test_base_mirror_falls_back_to_sources_list(tmp_path: Path) -> None:
+    (tmp_path / "sources.list").write_text(
+        "# deb http://commented.example/debian trixie main\n"
+        "deb [signed-by=/k.gpg] http://mirror.example/debian trixie-updates main\n"
+        "deb http://ftp.example/debian trixie main non-free-firmware\n"
+    )
+    proc = _print_source(tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["http://ftp.example/debian", "trixie"]
+
+
+def test_base_mirror_missing_is_a_clear_error(tmp_path: Path) -> None:
+    proc = _print_source(tmp_path)
+    assert proc.returncode == 1
+    assert "no Debian main archive" in proc.stderr
+
+
+# -- the built image (real Docker) --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def image_client() -> Iterator[Any]:
+    """A Docker client; the test fails (not skips) when the engine is unreachable."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except (docker.errors.DockerException, OSError) as exc:
+        reason = str(exc)
+    else:
+        reason = ""
+    if reason:
+        # The failed client's socket is only reachable by the collector: close it now, quietly.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            gc.collect()
+        pytest.fail(f"the Docker engine is unreachable ({reason}); the docker tests need it", pytrace=False)
+    try:
+        yield client
+    finally:
+        for container in client.containers.list(all=True, filters={"label": TEST_LABEL}):
+            container.remove(force=True)
+        client.close()
+
+
+@pytest.fixture(scope="session")
+def role_image(image_client: Any) -> ImageBuildResult:
+    """The role image, built once per session through the offline path (or reused)."""
+    lines: list[str] = []
+    try:
+        return build_role_image(offline=True, progress=lines.append, repo_root=REPO_ROOT)
+    except DockerUnavailableError as exc:
+        pytest.fail(f"the Docker engine is unreachable: {exc}", pytrace=False)
+
+
+def _run(client: Any, image: ImageBuildResult, command: list[str], **options: Any) -> bytes:
+    """Run the image hardened as a role launch is, and return its stdout; never leaves a container."""
+    output: bytes = client.containers.run(
+        image.tag,
+        command,
+        remove=True,
+        network_disabled=True,
+        read_only=True,
+        user=ROLE_USER,
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges:true"],
+        tmpfs={"/tmp": "rw,noexec,nosuid,nodev,size=64m"},
+        labels={TEST_LABEL: TEST_LABEL_VALUE},
+        **options,
+    )
+    return output
+
+
+@pytest.mark.docker
+def test_image_is_tagged_and_runs_as_the_role_user(image_client: Any, role_image: ImageBuildResult) -> None:
+    image = image_client.images.get(role_image.tag)
+    assert image.id == role_image.image_id
+    assert role_image.tag in image.tags
+    config = image.attrs["Config"]
+    assert config["User"] == ROLE_USER
+    assert config["WorkingDir"] == "/tmp"
+    assert config["Entrypoint"] == ["/opt/roundtable/venv/bin/python", "-m", "roles.runner"]
+    assert "PYTHONDONTWRITEBYTECODE=1" in config["Env"]
+
+
+@pytest.mark.docker
+def test_image_labels_carry_version_revision_and_source_hash(role_image: ImageBuildResult) -> None:
+    status = inspect_role_image(role_image.tag)
+    assert status is not None
+    assert status.image_id == role_image.image_id
+    assert status.labels["roundtable.role-image"] == "1"
+    assert status.labels[LABEL_VERSION] == version("roundtable") == status.version
+    assert status.labels[LABEL_REVISION]
+    assert status.source_hash == status.labels[LABEL_SOURCE_HASH]
+    assert len(status.labels[LABEL_SOURCE_HASH]) == 64
+    assert status.age_seconds >= 0
+    assert status.size_bytes > 0
+
+
+@pytest.mark.docker
+def test_image_prints_its_version_under_the_launch_hardening(
+    image_client: Any, role_image: ImageBuildResult
+) -> None:
+    output = _run(image_client, role_image, ["--version"])
+    assert output.decode().strip() == f"roundtable-role {version('roundtable')}"
+
+
+@pytest.mark.docker
+def test_runner_without_a_channel_exits_2(image_client: Any, role_image: ImageBuildResult) -> None:
+    with pytest.raises(docker.errors.ContainerError) as failure:
+        _run(image_client, role_image, [])
+    assert failure.value.exit_status == 2
+    assert b"no launch channel" in (failure.value.stderr or b"")
+
+
+@pytest.mark.docker
+def test_role_user_cannot_change_the_installed_code(image_client: Any, role_image: ImageBuildResult) -> None:
+    probe = (
+        "import os, roles.runner, sys\n"
+        "print(os.getuid(), os.getgid())\n"
+        "writable = [p for p in ('/opt/roundtable/venv', os.path.dirname(roles.runner.__file__))"
+        " if os.access(p, os.W_OK)]\n"
+        "print('writable:', writable)\n"
+    )
+    # Not read-only here: ownership alone must already keep the role user out of the venv.
+    output = image_client.containers.run(
+        role_image.tag,
+        ["-c", probe],
+        entrypoint=["/opt/roundtable/venv/bin/python"],
+        remove=True,
+        network_disabled=True,
+        labels={TEST_LABEL: TEST_LABEL_VALUE},
+    )
+    assert output.decode().splitlines() == ["10001 10001", "writable: []"]
+
+
+@pytest.mark.docker
+def test_second_build_is_a_quick_no_op(role_image: ImageBuildResult) -> None:
+    lines: list[str] = []
+    started = time.monotonic()
+    again = build_role_image(offline=True, progress=lines.append, repo_root=REPO_ROOT)
+    assert again.built is False
+    assert again.image_id == role_image.image_id
+    assert any("up to date" in line for line in lines)
+    # Generous: the no-op path hashes the sources and asks Docker twice (about 20 ms here).
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.docker
+def test_tests_leave_no_container_behind(image_client: Any, role_image: ImageBuildResult) -> None:
+    _run(image_client, role_image, ["--version"])
+    assert image_client.containers.list(all=True, filters={"label": TEST_LABEL}) == []
+
+
+@pytest.mark.docker
+def test_doctor_reports_every_check(role_image: ImageBuildResult, tmp_path: Path) -> None:
+    """``roundtable doctor`` checks the engine, the image, the runtime directory and the database."""
+    roundtable = [sys.executable, "-m", "supervisor"]
+    subprocess.run([*roundtable, "init", "--root", str(tmp_path)], check=True, capture_output=True)
+    result = subprocess.run(
+        [*roundtable, "doctor", "--root", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    body = json.loads(result.stdout)
+    assert result.returncode == 0, body
+    assert [check["name"] for check in body["checks"]] == ["docker", "role image", "runtime dir", "database"]
+    assert all(check["ok"] for check in body["checks"]), body

@@ -1,0 +1,127 @@
+"""The model gateway's limits: forwarded fields, the token budget under concurrency, the turn
+limit, body size, and what a failed upstream answer costs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from starlette.applications import Starlette
+
+from store.config import OpenAIProviderConfig
+from supervisor.models._gateway import GATEWAY_PATH, ModelGateway
+
+pytestmark = pytest.mark.anyio
+
+
+class Upstream:
+    """A scripted model server behind an httpx2 mock transport (the fault-injection seam)."""
+
+    def __init__(self, *, status: int = 200, usage_of_max: bool = True):
+        self.requests: list[dict[str, Any]] = []
+        self.status = status
+        self.usage_of_max = usage_of_max
+        self.gate: anyio.Event | None = None
+
+    async def handler(self, request: httpx2.Request) -> httpx2.Response:
+        body = json.loads(request.content)
+        self.requests.append(body)
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.status != 200:
+            return httpx2.Response(self.status, json={"error": "upstream down"})
+        completion = body["max_tokens"] if self.usage_of_max else 1
+        return httpx2.Response(
+            200,
+            json={
+                "choices": [{"message": {"role": "assistant", "content": "ok"}}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": completion},
+            },
+        )
+
+
+def _gateway(upstream: Upstream, **config: Any) -> tuple[ModelGateway, httpx2.AsyncClient]:
+    settings = OpenAIProviderConfig(base_url="http://model.invalid/v1", **config)
+    gateway = ModelGateway(settings, "L-test", transport=httpx2.MockTransport(upstream.handler))
+    app = Starlette(routes=[gateway.route()])
+    client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://launch")
+    return gateway, client
+
+
+def _chat(**extra: Any) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": "hi"}], **extra}
+
+
+async def test_only_known_fields_are_forwarded() -> None:
+    upstream = Upstream()
+    _, client = _gateway(upstream, max_tokens=1000, model="served-model")
+    async with client:
+        response = await client.post(
+            GATEWAY_PATH,
+            json=_chat(stream=True, n=5, max_completion_tokens=999_999, logit_bias={"1": 100}, model="other"),
+        )
+    assert response.status_code == 200
+    (sent,) = upstream.requests
+    assert sent["stream"] is False
+    assert sent["n"] == 1
+    assert sent["model"] == "served-model"
+    assert "max_completion_tokens" not in sent
+    assert "logit_bias" not in sent
+    assert sent["max_tokens"] == 1000
+
+
+async def test_concurrent_requests_cannot_overspend_the_budget() -> None:
+    upstream = Upstream()
+    upstream.gate = anyio.Event()
+    gateway, client = _gateway(upstream, max_tokens=1000, max_turns=100)
+    statuses: list[int] = []
+
+    async def one() -> None:
+        statuses.append((await client.post(GATEWAY_PATH, json=_chat())).status_code)
+
+    async with client, anyio.create_task_group() as tg:
+        for _ in range(20):
+            tg.start_soon(one)
+        with anyio.fail_after(10):
+            while len(upstream.requests) + gateway.usage.refused < 20:
+                await anyio.wait_all_tasks_blocked()
+        upstream.gate.set()
+    granted = sum(request["max_tokens"] for request in upstream.requests)
+    assert granted <= 1000
+    assert gateway.usage.total_tokens <= 1000
+    assert statuses.count(429) == 20 - len(upstream.requests)
+
+
+async def test_the_turn_limit_is_enforced_by_the_gateway() -> None:
+    upstream = Upstream(usage_of_max=False)
+    gateway, client = _gateway(upstream, max_tokens=100_000, max_turns=3)
+    async with client:
+        codes = [(await client.post(GATEWAY_PATH, json=_chat())).status_code for _ in range(5)]
+    assert codes == [200, 200, 200, 429, 429]
+    assert gateway.usage.refused == 2
+    assert len(upstream.requests) == 3
+
+
+async def test_an_oversized_body_is_refused_without_going_upstream() -> None:
+    upstream = Upstream()
+    _, client = _gateway(upstream)
+    async with client:
+        huge = json.dumps(_chat(padding="x" * (5 * 1024 * 1024)))
+        response = await client.post(GATEWAY_PATH, content=huge, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+    assert upstream.requests == []
+
+
+async def test_a_failed_upstream_answer_is_charged_its_reservation() -> None:
+    upstream = Upstream(status=500)
+    gateway, client = _gateway(upstream, max_tokens=300)
+    async with client:
+        first = await client.post(GATEWAY_PATH, json=_chat(max_tokens=300))
+        second = await client.post(GATEWAY_PATH, json=_chat())
+    assert first.status_code == 502
+    assert gateway.usage.total_tokens == 300
+    assert second.status_code == 429
+    assert len(upstream.requests) == 1
