@@ -7,8 +7,7 @@ do not serve MCP do not pay for importing the SDK.
 
 from __future__ import annotations
 
-from capabilities.mcp._dispatch import ToolOutcome, call_tool
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.mcp import ToolArgs, ToolCall, ToolOutcome, ToolRegistry, ToolSpec, call_tool
 from capabilities.mcp.tools import all_tools, build_registry
 from capabilities.policy import MEMORY_ORACLE_TOOLS, OPERATOR_TOOLS, ROLE_TOOLSETS, is_allowed, toolset_for
 from capabilities.principals import GrantBinding, Principal, PrincipalKind, current_principal, local_operator

@@ -26,11 +26,11 @@ from urllib.parse import parse_qsl
 import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from capabilities.mcp._server import PRINCIPAL_SCOPE_KEY
+from capabilities.mcp import PRINCIPAL_SCOPE_KEY
 from capabilities.policy import ROLE_TOOLSETS
 from capabilities.principals import GrantBinding, Principal, PrincipalKind
 from store import Store
-from store.access._grants import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, OperatorTokenRecord
+from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, OperatorTokenRecord
 from store.errors import InvalidArgument, Unauthenticated
 
 __all__ = [

@@ -9,12 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from store._oracle import MAX_CITATIONS, OracleBinding, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
-from store.access._console_sessions import ConsoleSessions
-from store.access._grants import GrantStore
+from store.access import ConsoleSessions, GrantStore
 from store.config import ProjectConfig, package_version
-from store.db._connection import Database
-from store.db._migrations import apply_migrations
+from store.db import Database, apply_migrations
 from store.errors import (
     ArtifactMismatch,
     Conflict,
@@ -31,21 +30,15 @@ from store.errors import (
     Unauthenticated,
     UnsafePath,
 )
-from store.events._feed import EventFeed
-from store.events._log import Event, append_event, list_events
-from store.files._safe_files import SafeFiles
-from store.launches._store import Launch, LaunchStatus, LaunchStore
-from store.memory._admin import MemoryAdmin
-from store.memory._store import MemoryEntry, MemoryStore
-from store.patches._apply import WorkspaceStore
-from store.patches._artifacts import PatchArtifactStore, patch_relative_path
-from store.work._decisions import DecisionStore
-from store.work._proposals import ProposalStore
-from store.work._tasks import TaskStore
-from store.work._timeline import TimelineStore
-from store.work._votes import ReviewStore
+from store.events import Event, EventFeed, append_event, list_events
+from store.files import SafeFiles
+from store.launches import Launch, LaunchStatus, LaunchStore
+from store.memory import MemoryAdmin, MemoryEntry, MemoryStore
+from store.patches import PatchArtifactStore, patch_relative_path
+from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, TimelineStore, WorkspaceStore
 
 __all__ = [
+    "MAX_CITATIONS",
     "ArtifactMismatch",
     "Conflict",
     "Database",
@@ -67,6 +60,8 @@ __all__ = [
     "MemoryStore",
     "NotFound",
     "NotInitialized",
+    "OracleBinding",
+    "OracleStore",
     "PatchArtifactStore",
     "ProjectConfig",
     "ProjectPaths",

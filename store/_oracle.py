@@ -24,16 +24,14 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from store.access._grants import PROJECT_SCOPE, require_live_grant
+from store.access import PROJECT_SCOPE, require_live_grant
 from store.config import ProjectConfig
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Forbidden, InvalidArgument, InvalidCitation, NotFound
-from store.events._log import append_event, event_from_row
-from store.memory._store import entry_from_row
-from store.patches._artifacts import PatchVersion, get_version
-from store.work._decisions import decision_from_row
-from store.work._proposals import load_proposal, proposal_view
-from store.work._tasks import load_task
+from store.events import append_event, event_from_row
+from store.memory import entry_from_row
+from store.patches import PatchVersion, get_version
+from store.work import decision_from_row, load_proposal, load_task, proposal_view
 
 __all__ = [
     "HISTORY_LIMIT",

@@ -1,8 +1,23 @@
 """The async supervisor: review rounds, role launches, Docker, the service process and the CLI.
 
-Depends on :mod:`capabilities` and :mod:`store`; nothing imports this package.
+Depends on :mod:`capabilities` and :mod:`store`; nothing imports this package. :class:`Supervisor`
+is exported lazily, so that the CLI's light commands do not import the Docker SDK or the servers.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from supervisor.launch import Supervisor
+
+__all__ = ["Supervisor"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import :class:`Supervisor` on first use (PEP 562)."""
+    if name == "Supervisor":
+        from supervisor.launch import Supervisor
+
+        return Supervisor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """``python -m supervisor`` is the ``roundtable`` command."""
 
-from supervisor.cli._main import run
+from supervisor.cli import run
 
 run()

@@ -35,9 +35,9 @@ from capabilities.console._session import (
     safe_next,
     set_cookie,
 )
-from capabilities.http_api._stream import EventBroadcaster, EventStreamEndpoint
+from capabilities.http_api import EventBroadcaster, EventStreamEndpoint
 from capabilities.services import Services
-from store.access._console_sessions import DEFAULT_SESSION_SECONDS, ConsoleSession
+from store.access import DEFAULT_SESSION_SECONDS, ConsoleSession
 from store.errors import InternalError, RoundtableError, Unauthenticated
 
 __all__ = ["console_routes"]

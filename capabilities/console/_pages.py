@@ -17,7 +17,7 @@ from capabilities.console._widgets import (
     timeline_item,
     warning_card,
 )
-from capabilities.http_api._work import proposal_detail, read_patch
+from capabilities.http_api import proposal_detail, read_patch
 from store import Store
 from store.errors import RoundtableError
 

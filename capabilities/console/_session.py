@@ -23,8 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from capabilities.services import Services
-from store.access._console_sessions import ConsoleSession
-from store.access._grants import OperatorTokenRecord
+from store.access import ConsoleSession, OperatorTokenRecord
 from store.errors import Forbidden, Unauthenticated
 
 __all__ = [

@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
-from capabilities.mcp._server import PRINCIPAL_SCOPE_KEY
+from capabilities.mcp import PRINCIPAL_SCOPE_KEY
 from capabilities.principals import Principal
 from store.errors import Forbidden, InvalidArgument, Unauthenticated
-from store.events._idempotency import IdempotencyClaim
+from store.events import IdempotencyClaim
 
 __all__ = [
     "ACTOR_HEADER",

@@ -26,8 +26,8 @@ from capabilities.http_api._errors import encoded, endpoint, json_response
 from capabilities.http_api._models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
 from capabilities.services import Services
 from store.errors import InvalidArgument
-from store.events._idempotency import Committed
-from store.memory._actions import ACTIONS
+from store.events import Committed
+from store.memory import ACTIONS
 
 __all__ = ["memory_routes"]
 

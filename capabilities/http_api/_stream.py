@@ -32,7 +32,7 @@ from capabilities.http_api._boundary import query_int, query_text
 from capabilities.http_api._errors import error_response
 from store import Store
 from store.errors import InvalidArgument, RoundtableError
-from store.events._log import Event
+from store.events import Event
 
 __all__ = ["EventBroadcaster", "EventStreamEndpoint", "format_event"]
 

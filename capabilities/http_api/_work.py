@@ -20,7 +20,7 @@ from capabilities.http_api._errors import encoded, endpoint, json_response
 from capabilities.services import Services
 from store import Store
 from store.errors import InvalidArgument, NotFound
-from store.patches._artifacts import PatchVersion
+from store.patches import PatchVersion
 
 __all__ = ["MAX_PROPOSAL_PAGE", "proposal_detail", "read_patch", "work_routes"]
 

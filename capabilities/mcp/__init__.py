@@ -1,1 +1,37 @@
-"""TODO"""
+"""The MCP layer: a registry of thin tools, dispatch through the policy, the MCP server.
+
+:class:`RoundtableMCPServer` is exported lazily so that importing this package does not import the
+MCP SDK's server.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from capabilities.mcp._dispatch import ToolOutcome, call_tool
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+
+if TYPE_CHECKING:
+    from capabilities.mcp._server import PRINCIPAL_SCOPE_KEY, RoundtableMCPServer
+
+__all__ = [
+    "PRINCIPAL_SCOPE_KEY",
+    "RoundtableMCPServer",
+    "ToolArgs",
+    "ToolCall",
+    "ToolOutcome",
+    "ToolRegistry",
+    "ToolSpec",
+    "call_tool",
+]
+
+_LAZY = {"PRINCIPAL_SCOPE_KEY": "capabilities.mcp._server", "RoundtableMCPServer": "capabilities.mcp._server"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import the heavy exports on first use (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

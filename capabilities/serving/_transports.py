@@ -37,8 +37,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from capabilities.auth import Authenticator, BearerAuthMiddleware
-from capabilities.mcp._registry import ToolRegistry
-from capabilities.mcp._server import RoundtableMCPServer
+from capabilities.mcp import RoundtableMCPServer, ToolRegistry
 from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal, local_operator
 from capabilities.services import Services

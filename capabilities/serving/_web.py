@@ -27,16 +27,21 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Mount, Route
 from starlette.types import Scope
 
-from capabilities.http_api._boundary import operator_of
-from capabilities.http_api._errors import EXCEPTION_HANDLERS, endpoint, json_response
-from capabilities.http_api._memories import memory_routes
-from capabilities.http_api._openapi import openapi_document
-from capabilities.http_api._stream import EventBroadcaster, EventStreamEndpoint
-from capabilities.http_api._work import work_routes
+from capabilities.http_api import (
+    EXCEPTION_HANDLERS,
+    EventBroadcaster,
+    EventStreamEndpoint,
+    endpoint,
+    json_response,
+    memory_routes,
+    openapi_document,
+    operator_of,
+    work_routes,
+)
 from capabilities.services import Services
 from capabilities.serving._transports import build_asgi_app
 from store.errors import RoundtableError
-from store.memory._actions import Synthesizer, lexical_resynthesis
+from store.memory import Synthesizer, lexical_resynthesis
 
 __all__ = ["API_PREFIX", "WebService", "build_service_app", "prepare_shutdown"]
 

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 
 from store._ids import utc_now
 from store.access._grants import OperatorTokenRecord
-from store.db._connection import Database
-from store.events._audit import append_audit
+from store.db import Database
+from store.events import append_audit
 
 __all__ = ["DEFAULT_SESSION_SECONDS", "ConsoleSession", "ConsoleSessions"]
 

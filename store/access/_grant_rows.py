@@ -19,7 +19,7 @@ from typing import Any
 from store._ids import utc_now
 from store.access._tokens import parse_time, stamp_time
 from store.errors import NotFound, Unauthenticated
-from store.events._log import append_event
+from store.events import append_event
 
 __all__ = [
     "GrantRecord",

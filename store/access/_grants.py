@@ -50,9 +50,9 @@ from store.access._tokens import (
     revoke_operator_token_in,
     stamp_time,
 )
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound, Unauthenticated
-from store.events._log import append_event
+from store.events import append_event
 
 __all__ = [
     "DEFAULT_GRANT_TTL_SECONDS",

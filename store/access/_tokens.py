@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from store._ids import new_id
 from store.errors import InvalidArgument, NotFound
-from store.events._log import append_event
+from store.events import append_event
 
 __all__ = [
     "MAX_TTL_SECONDS",

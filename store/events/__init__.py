@@ -1,1 +1,23 @@
-"""TODO"""
+"""The append-only event log, read forward by feeds; the audit log; idempotent mutations.
+
+Every state change appends its event (:func:`append_event`) in the transaction of the change.
+"""
+
+from __future__ import annotations
+
+from store.events._audit import append_audit
+from store.events._feed import EventFeed
+from store.events._idempotency import Committed, IdempotencyClaim, commit
+from store.events._log import Event, append_event, event_from_row, list_events
+
+__all__ = [
+    "Committed",
+    "Event",
+    "EventFeed",
+    "IdempotencyClaim",
+    "append_audit",
+    "append_event",
+    "commit",
+    "event_from_row",
+    "list_events",
+]

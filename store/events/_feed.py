@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from store.db._connection import Database
+from store.db import Database
 from store.errors import InvalidArgument
 from store.events._log import Event, list_events
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import utc_now_iso
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict
 
 __all__ = ["Committed", "IdempotencyClaim", "Mutation", "commit", "run_claimed"]

@@ -28,9 +28,9 @@ from collections.abc import Collection
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound
-from store.events._log import append_event
+from store.events import append_event
 from store.launches._records import (
     ACTIVE_STATUSES,
     MAX_ERROR_CHARS,

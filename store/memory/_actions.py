@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, NotFound
 from store.memory._redaction import redact
 from store.memory._views import entry_dict, load_memory, memory_view, record_change, revision_row

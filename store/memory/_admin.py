@@ -23,9 +23,9 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, InvalidArgument
-from store.events._idempotency import Committed, IdempotencyClaim, commit
+from store.events import Committed, IdempotencyClaim, commit
 from store.memory._actions import ACTIONS, Synthesizer, act_in, fulfil_resynthesis, request_resynthesis_in
 from store.memory._create import NewMemory, create_in
 from store.memory._history import diff_revisions, list_revisions, prepare_revision

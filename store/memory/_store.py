@@ -22,10 +22,10 @@ import sqlite3
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store.access._grants import require_live_grant
-from store.db._connection import Database
+from store.access import require_live_grant
+from store.db import Database
 from store.errors import Forbidden, InvalidArgument, NotFound
-from store.events._log import append_event
+from store.events import append_event
 from store.memory._entry import (
     MAX_BODY_CHARS,
     MAX_QUERY_CHARS,

@@ -19,8 +19,7 @@ import sqlite3
 from typing import Any
 
 from store.errors import InvalidArgument, NotFound
-from store.events._audit import append_audit
-from store.events._log import Event, append_event
+from store.events import Event, append_audit, append_event
 from store.memory._redaction import redact, redact_json
 
 __all__ = [

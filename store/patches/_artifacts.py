@@ -27,10 +27,9 @@ from typing import Any
 
 from store._ids import utc_now_iso
 from store._project import STATE_DIR_NAME, ProjectPaths
-from store.db._connection import Database
+from store.db import Database
 from store.errors import ArtifactMismatch, Conflict, NotFound
-from store.files._dirfd import TEMP_PREFIX, create_file_at, open_dir, opened_dir
-from store.files._safe_files import SafeFiles
+from store.files import TEMP_PREFIX, SafeFiles, create_file_at, open_dir, opened_dir
 
 __all__ = [
     "PatchArtifactStore",

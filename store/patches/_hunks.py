@@ -1,7 +1,7 @@
 """Applying a parsed diff to file contents, in memory.
 
 Pure functions over bytes: no file is touched here, so validation (on copies) and the real apply
-(:mod:`store.patches._apply`) compute exactly the same result. Like ``git apply`` a hunk may land at an
+(:mod:`store.work._apply`) compute exactly the same result. Like ``git apply`` a hunk may land at an
 offset from the line its header names (the nearest match wins) but context is never fuzzed: every
 context and removed line must match byte for byte, line endings included.
 """

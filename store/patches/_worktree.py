@@ -23,7 +23,7 @@ from typing import Any
 
 from store._project import STATE_DIR_NAME
 from store.errors import UnsafePath
-from store.files._dirfd import create_file_at, open_dir, opened_dir, read_file_at, replace_file_at
+from store.files import create_file_at, open_dir, opened_dir, read_file_at, replace_file_at
 
 __all__ = ["FileState", "RepoFiles", "read_rollback_artifact", "state_hash", "write_rollback_artifact"]
 

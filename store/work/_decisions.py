@@ -19,9 +19,9 @@ from typing import Any
 
 from store._ids import new_id, utc_now_iso
 from store.config import ProjectConfig
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound
-from store.events._log import append_event
+from store.events import append_event
 from store.work._proposals import load_proposal, proposal_view
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
 from store.work._tasks import load_task

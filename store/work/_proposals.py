@@ -19,11 +19,10 @@ from typing import Any, TypeVar
 
 from store._ids import new_id, utc_now_iso
 from store.config import ProjectConfig
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
-from store.events._log import append_event
-from store.patches._artifacts import PatchArtifactStore, PatchVersion, StagedPatch, list_versions
-from store.patches._diffs import parse_diff
+from store.events import append_event
+from store.patches import PatchArtifactStore, PatchVersion, StagedPatch, list_versions, parse_diff
 from store.work._rounds import (
     close_open_round,
     counting_votes,

@@ -27,9 +27,9 @@ from functools import lru_cache
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store.access._grants import revoke_for_proposal_in
+from store.access import revoke_for_proposal_in
 from store.config import ProjectConfig
-from store.events._log import append_event
+from store.events import append_event
 from store.work._vocabulary import (
     ADVISORY_ROLE,
     APPROVING_VOTES,

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store.db._connection import Database
+from store.db import Database
 from store.errors import NotFound
-from store.events._log import append_event
+from store.events import append_event
 from store.work._vocabulary import (
     MAX_BODY_CHARS,
     MAX_TITLE_CHARS,

@@ -18,10 +18,10 @@ import sqlite3
 from typing import Any
 
 from store.config import ProjectConfig
-from store.db._connection import Database
-from store.events._log import Event, event_from_row
-from store.memory._store import MemoryStore
-from store.patches._artifacts import list_versions
+from store.db import Database
+from store.events import Event, event_from_row
+from store.memory import MemoryStore
+from store.patches import list_versions
 from store.work._proposals import load_proposal, proposal_view
 from store.work._rounds import counting_votes, vote_from_row
 from store.work._vocabulary import check_object_id

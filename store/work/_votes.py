@@ -17,10 +17,10 @@ from typing import Any
 
 from store._ids import new_id, utc_now_iso
 from store.config import ProjectConfig
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, Forbidden, InvalidArgument
-from store.events._log import append_event
-from store.patches._artifacts import get_version
+from store.events import append_event
+from store.patches import get_version
 from store.work._proposals import load_proposal, proposal_view
 from store.work._rounds import (
     Consensus,

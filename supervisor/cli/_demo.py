@@ -21,7 +21,7 @@ from capabilities.services import Services
 from store import init_project, open_store
 from supervisor.cli._project import operator_call
 from supervisor.cli._timeline_text import render_timeline
-from supervisor.launch._supervisor import Supervisor
+from supervisor.launch import Supervisor
 
 __all__ = ["DEMO_PATCH", "run_demo"]
 

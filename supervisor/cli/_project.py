@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from capabilities.mcp._dispatch import call_tool
+from capabilities.mcp import call_tool
 from capabilities.mcp.tools import build_registry
 from capabilities.principals import local_operator
 from capabilities.services import Services

@@ -32,17 +32,19 @@ import anyio
 import structlog
 
 from store.errors import Conflict, DockerUnavailable, LaunchFailed, RoundtableError
-from store.launches._store import MAX_LOG_TAIL_BYTES, Launch, LaunchStatus, LaunchStore, bounded_tail
+from store.launches import MAX_LOG_TAIL_BYTES, Launch, LaunchStatus, LaunchStore, bounded_tail
 from supervisor.docker._client import DockerClient
-from supervisor.launch._reaper import OrphanHook, ReapReport, reap
-from supervisor.launch._runtime_dir import RuntimeRoot
-from supervisor.launch._spec import (
+from supervisor.launch import (
     ContainerOutcome,
     LaunchLimits,
     LaunchPhase,
     LaunchSpec,
+    OrphanHook,
+    ReapReport,
+    RuntimeRoot,
     container_kwargs,
     container_name,
+    reap,
 )
 
 __all__ = [

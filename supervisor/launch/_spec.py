@@ -25,7 +25,7 @@ from docker.types import LogConfig, Mount, Ulimit
 
 from store.config import RoleConfig
 from store.errors import InvalidArgument
-from store.launches._store import LaunchStatus
+from store.launches import LaunchStatus
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT
 
 __all__ = [

@@ -30,16 +30,16 @@ import structlog
 
 from capabilities.auth import issue_capability
 from capabilities.services import Services
-from capabilities.serving._transports import build_launch_app, serving
+from capabilities.serving import build_launch_app, serving
 from store import Store
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
-from store.events._log import Event, list_events
-from store.launches._store import Launch, LaunchStatus
-from supervisor.docker._launcher import DockerLauncher, Launcher
+from store.events import Event, list_events
+from store.launches import Launch, LaunchStatus
+from supervisor.docker import DockerLauncher, Launcher
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._spec import LaunchLimits, LaunchPhase, LaunchSpec, supervisor_id_for
-from supervisor.models._gateway import ModelGateway
+from supervisor.models import ModelGateway
 
 __all__ = ["ROLES", "LaunchResult", "PhaseReporter", "Supervisor"]
 

@@ -1,1 +1,8 @@
-"""TODO"""
+"""How the supervisor reaches a model: the gateway role containers call, and memory resynthesis."""
+
+from __future__ import annotations
+
+from supervisor.models._gateway import ModelGateway
+from supervisor.models._resynthesis import synthesizer_for
+
+__all__ = ["ModelGateway", "synthesizer_for"]

@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from store.config import OpenAIProviderConfig, ProjectConfig
-from store.memory._actions import Synthesizer
+from store.memory import Synthesizer
 
 __all__ = ["OpenAISynthesizer", "synthesizer_for"]
 

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 import httpx2
 
-from capabilities.http_api import WebService, build_service_app, prepare_shutdown
 from capabilities.services import Services
+from capabilities.serving import WebService, build_service_app, prepare_shutdown
 from capabilities.serving._transports import BoundAddress, serving
 from store import Store, append_event
 from store.events._log import Event

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Fakes for injecting faults: never the only proof of a behaviour."""

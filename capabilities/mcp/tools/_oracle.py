@@ -14,7 +14,7 @@ from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
 from capabilities.principals import GrantBinding, Principal
-from store._oracle import MAX_CITATIONS, OracleBinding, OracleStore
+from store import MAX_CITATIONS, OracleBinding, OracleStore
 from store.errors import Forbidden, InvalidArgument
 
 __all__ = ["DEFAULT_INSPECT_BYTES", "MAX_INSPECT_BYTES", "TOOLS", "bound_grant"]

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
-from store.work._vocabulary import MAX_BODY_CHARS, MAX_TITLE_CHARS
+from store.work import MAX_BODY_CHARS, MAX_TITLE_CHARS
 
 __all__ = ["TOOLS"]
 

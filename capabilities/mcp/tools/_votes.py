@@ -14,7 +14,7 @@ from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
 from store.errors import Forbidden
-from store.work._vocabulary import MAX_BODY_CHARS
+from store.work import MAX_BODY_CHARS
 
 __all__ = ["TOOLS"]
 

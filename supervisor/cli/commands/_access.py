@@ -20,10 +20,10 @@ import anyio
 import structlog
 
 if TYPE_CHECKING:
-    from capabilities.serving._transports import BoundAddress
+    from capabilities.serving import BoundAddress
 
 from capabilities.policy import ROLE_TOOLSETS
-from store.access._grants import DEFAULT_GRANT_TTL_SECONDS, MAX_TTL_SECONDS
+from store.access import DEFAULT_GRANT_TTL_SECONDS, MAX_TTL_SECONDS
 from supervisor.cli._project import open_project, open_services
 
 __all__ = ["DEFAULT_PORT", "register"]
@@ -100,9 +100,14 @@ def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     # Imported here: every other command would otherwise pay for the MCP SDK and uvicorn.
-    from capabilities.serving._transports import check_bind_host, serve_asgi
-    from capabilities.serving._web import WebService, build_service_app, prepare_shutdown
-    from supervisor.models._resynthesis import synthesizer_for
+    from capabilities.serving import (
+        WebService,
+        build_service_app,
+        check_bind_host,
+        prepare_shutdown,
+        serve_asgi,
+    )
+    from supervisor.models import synthesizer_for
 
     if args.uds is None:
         check_bind_host(args.host, allow_remote=args.allow_remote)

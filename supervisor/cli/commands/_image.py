@@ -19,7 +19,7 @@ def _progress(line: str) -> None:
 
 
 async def _build(args: argparse.Namespace) -> dict[str, Any]:
-    from supervisor.image._build import build_role_image
+    from supervisor.image import build_role_image
 
     result = await anyio.to_thread.run_sync(
         lambda: build_role_image(offline=args.offline, force=args.force, progress=_progress)
@@ -68,7 +68,7 @@ def _check_docker() -> dict[str, Any]:
 
 
 def _check_image() -> dict[str, Any]:
-    from supervisor.image._build import inspect_role_image, role_image_tag
+    from supervisor.image import inspect_role_image, role_image_tag
 
     try:
         status = inspect_role_image()
@@ -89,7 +89,7 @@ def _check_image() -> dict[str, Any]:
 def _check_runtime_dir() -> dict[str, Any]:
     # The same RuntimeRoot launches use: it refuses a base too long for socket paths, and
     # ensure() creates (or checks) the private 0700 directories the launch directories go in.
-    from supervisor.launch._runtime_dir import RuntimeRoot
+    from supervisor.launch import RuntimeRoot
 
     try:
         root = RuntimeRoot("rtdoctor")

@@ -13,7 +13,7 @@ __all__ = ["register"]
 
 
 async def _stdio(args: argparse.Namespace) -> None:
-    from capabilities.mcp._server import RoundtableMCPServer  # the SDK is heavy; import it only to serve
+    from capabilities.mcp import RoundtableMCPServer  # the SDK is heavy; import it only to serve
 
     with open_services(args.root) as services:
         server = RoundtableMCPServer(services, build_registry(), default_principal=local_operator())

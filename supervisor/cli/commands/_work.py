@@ -17,7 +17,7 @@ from typing import Any
 import anyio.to_thread
 
 from store.errors import InvalidArgument
-from store.patches._diffs import decode_patch
+from store.patches import decode_patch
 from supervisor.cli._project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.cli._timeline_text import render_timeline
 

@@ -1,1 +1,1 @@
-"""TODO"""
+"""Tests of :mod:`capabilities.http_api`."""

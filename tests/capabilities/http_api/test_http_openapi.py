@@ -7,8 +7,9 @@ import json
 import pytest
 from starlette.routing import Route
 
-from capabilities.http_api import WebService, openapi_document
+from capabilities.http_api import openapi_document
 from capabilities.services import Services
+from capabilities.serving import WebService
 from tests.capabilities.api_helpers import running_api
 from tests.conftest import REPO_ROOT
 

@@ -9,8 +9,8 @@ from typing import Any
 import anyio
 import pytest
 
-from capabilities.http_api import WebService
 from capabilities.services import Services
+from capabilities.serving import WebService
 from store import Store, append_event
 from tests.capabilities.api_helpers import assert_error, read_sse, running_api, seed_review
 from tests.store.work_helpers import DIFF, DIFF_V2, new_task

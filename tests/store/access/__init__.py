@@ -1,1 +1,1 @@
-"""TODO"""
+"""Tests of :mod:`store.access`."""

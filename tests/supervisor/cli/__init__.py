@@ -1,1 +1,1 @@
-"""TODO"""
+"""Tests of :mod:`supervisor.cli`."""

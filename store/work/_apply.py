@@ -19,14 +19,17 @@ from typing import Any
 
 from store._ids import new_id, utc_now, utc_now_iso
 from store.config import ProjectConfig
-from store.db._connection import Database
+from store.db import Database
 from store.errors import Conflict, InternalError, InvalidArgument, RoundtableError
-from store.events._log import append_event
-from store.patches._artifacts import PatchArtifactStore, PatchVersion, get_version
-from store.patches._validate import PatchValidator, Validation
-from store.patches._worktree import (
+from store.events import append_event
+from store.patches import (
     FileState,
+    PatchArtifactStore,
+    PatchValidator,
+    PatchVersion,
     RepoFiles,
+    Validation,
+    get_version,
     read_rollback_artifact,
     state_hash,
     write_rollback_artifact,
