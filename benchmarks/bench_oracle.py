@@ -20,10 +20,10 @@ import anyio
 
 from capabilities.services import Services
 from store import Store, init_project, open_store
+from supervisor._supervisor import Supervisor
 from supervisor.cli._demo import DEMO_PATCH
 from supervisor.cli._project import operator_call
 from supervisor.image._build import role_image_tag
-from supervisor.launch._supervisor import Supervisor
 from supervisor.logging import configure_logging
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from supervisor.launch import Supervisor
+    from supervisor._supervisor import Supervisor
 
 __all__ = ["Supervisor"]
 
@@ -17,7 +17,7 @@ __all__ = ["Supervisor"]
 def __getattr__(name: str) -> Any:
     """Import :class:`Supervisor` on first use (PEP 562)."""
     if name == "Supervisor":
-        from supervisor.launch import Supervisor
+        from supervisor._supervisor import Supervisor
 
         return Supervisor
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

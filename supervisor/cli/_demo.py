@@ -19,9 +19,9 @@ from typing import Any
 
 from capabilities.services import Services
 from store import init_project, open_store
+from supervisor import Supervisor
 from supervisor.cli._project import operator_call
 from supervisor.cli._timeline_text import render_timeline
-from supervisor.launch import Supervisor
 
 __all__ = ["DEMO_PATCH", "run_demo"]
 

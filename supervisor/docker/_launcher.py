@@ -34,17 +34,15 @@ import structlog
 from store.errors import Conflict, DockerUnavailable, LaunchFailed, RoundtableError
 from store.launches import MAX_LOG_TAIL_BYTES, Launch, LaunchStatus, LaunchStore, bounded_tail
 from supervisor.docker._client import DockerClient
+from supervisor.docker._reaper import OrphanHook, ReapReport, reap
 from supervisor.launch import (
     ContainerOutcome,
     LaunchLimits,
     LaunchPhase,
     LaunchSpec,
-    OrphanHook,
-    ReapReport,
     RuntimeRoot,
     container_kwargs,
     container_name,
-    reap,
 )
 
 __all__ = [
@@ -77,7 +75,7 @@ class Launcher(Protocol):
         ...
 
     async def reap(self, *, on_orphan: OrphanHook | None = None, keep: Collection[str] = ()) -> ReapReport:
-        """Clean up after launches of a previous supervisor; see :func:`supervisor.launch._reaper.reap`."""
+        """Clean up after launches of a previous supervisor; see :func:`supervisor.docker._reaper.reap`."""
         ...
 
 
@@ -304,7 +302,7 @@ class DockerLauncher:
 
     async def reap(self, *, on_orphan: OrphanHook | None = None, keep: Collection[str] = ()) -> ReapReport:
         """Remove this supervisor's containers and runtime directories that no running launch owns,
-        and fail the launches a previous supervisor left active (see :func:`supervisor.launch._reaper.reap`).
+        and fail the launches a previous supervisor left active (see :func:`supervisor.docker._reaper.reap`).
 
         ``keep`` names launches another live supervisor process runs: they are left alone."""
         return await reap(

@@ -1,8 +1,11 @@
-"""Role launches: the supervisor, launch specs, runtime directories, ownership and the reaper."""
+"""What a launch is and what it holds: its spec and limits, its runtime directory, its owner's lock.
+
+The :class:`supervisor.Supervisor` drives launches through a launcher (:mod:`supervisor.docker`)
+and cleans up after dead ones with the reaper; both build on this package.
+"""
 
 from __future__ import annotations
 
-from supervisor.launch._reaper import OrphanHook, ReapReport, reap
 from supervisor.launch._runtime_dir import RuntimeRoot
 from supervisor.launch._spec import (
     ContainerOutcome,
@@ -12,18 +15,13 @@ from supervisor.launch._spec import (
     container_kwargs,
     container_name,
 )
-from supervisor.launch._supervisor import Supervisor
 
 __all__ = [
     "ContainerOutcome",
     "LaunchLimits",
     "LaunchPhase",
     "LaunchSpec",
-    "OrphanHook",
-    "ReapReport",
     "RuntimeRoot",
-    "Supervisor",
     "container_kwargs",
     "container_name",
-    "reap",
 ]

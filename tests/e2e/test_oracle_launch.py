@@ -13,8 +13,8 @@ import pytest
 from capabilities.auth import Authenticator
 from store import Store, Unauthenticated
 from store.launches._store import LaunchStatus
+from supervisor._supervisor import Supervisor
 from supervisor.launch._spec import LABEL_LAUNCH, LaunchSpec
-from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]

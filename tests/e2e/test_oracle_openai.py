@@ -12,8 +12,8 @@ import pytest
 from capabilities.serving._transports import serving
 from store import Store
 from store.launches._store import LaunchStatus
+from supervisor._supervisor import Supervisor
 from supervisor.launch._spec import LaunchSpec
-from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene, reopen, write_config
 from tests.e2e.scripted_model import ScriptedModel, final, tool_call, tool_calls, tool_results
 

@@ -21,8 +21,8 @@ from starlette.routing import Route
 from capabilities.serving._transports import serving
 from store import Store
 from store.launches._store import LaunchStatus
+from supervisor._supervisor import Supervisor
 from supervisor.launch._spec import LABEL_LAUNCH, LaunchSpec
-from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene, reopen, write_config
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]

@@ -23,10 +23,10 @@ import pytest
 
 from store import LaunchFailed, Store
 from store.launches._store import TERMINAL_STATUSES
+from supervisor._supervisor import Supervisor
 from supervisor.docker._client import DockerClient
 from supervisor.docker._launcher import DockerLauncher
 from supervisor.launch._spec import LABEL_LAUNCH, LaunchLimits, LaunchSpec, supervisor_id_for
-from supervisor.launch._supervisor import Supervisor
 from tests.e2e.conftest import ReviewScene
 from tests.e2e.test_oracle_launch import _PYTHON, _hang
 from tests.fakes.docker_engine import Behaviour, FakeDockerBackend, api_error, connection_reset

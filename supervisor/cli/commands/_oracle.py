@@ -40,8 +40,8 @@ def _progress_printer(as_json: bool) -> Any:
 async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     if not args.wait:
         return _launch_detached(args)
+    from supervisor import Supervisor
     from supervisor.cli._project import open_project
-    from supervisor.launch import Supervisor
 
     report = _progress_printer(args.json)
     announce = os.fdopen(args.announce_fd, "w") if args.announce_fd is not None else None

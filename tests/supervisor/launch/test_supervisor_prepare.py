@@ -14,11 +14,11 @@ import pytest
 
 from store import LaunchFailed, Store
 from store.launches._store import LaunchStatus
+from supervisor._supervisor import Supervisor
 from supervisor.docker._launcher import PhaseHook
-from supervisor.launch._reaper import OrphanHook, ReapReport
+from supervisor.docker._reaper import OrphanHook, ReapReport
 from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._spec import ContainerOutcome, LaunchSpec
-from supervisor.launch._supervisor import Supervisor
 from supervisor.models._gateway import GATEWAY_PATH
 from tests.capabilities.oracle_helpers import DIFF
 

@@ -29,7 +29,7 @@ import structlog
 
 from store.errors import RoundtableError
 from store.launches import LaunchStore
-from supervisor.docker import DockerClient
+from supervisor.docker._client import DockerClient
 from supervisor.launch._runtime_dir import RuntimeRoot
 from supervisor.launch._spec import LABEL_LAUNCH, LABEL_SUPERVISOR
 
