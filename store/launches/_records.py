@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from store._text import MAX_LABEL_CHARS
 from store.errors import InvalidArgument
 
 __all__ = [
@@ -39,7 +40,6 @@ __all__ = [
 
 MAX_LOG_TAIL_BYTES = 64 * 1024
 MAX_ERROR_CHARS = 2_000
-MAX_LABEL_CHARS = 200
 
 
 class LaunchStatus(StrEnum):

@@ -6,9 +6,9 @@ and the CLI use these same tuples, so the three never disagree.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from store._text import check_label, check_text
 from store.errors import InvalidArgument
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
 
 MAX_TITLE_CHARS = 1_000
 MAX_BODY_CHARS = 200_000
-MAX_LABEL_CHARS = 200
 MAX_LIST_ITEMS = 200
 
 TASK_PRIORITIES = ("low", "normal", "high", "urgent")
@@ -68,33 +67,10 @@ REVIEWER_ROLE = "Reviewer"
 SECURITY_ROLE = "Security"
 ADVISORY_ROLE = "MemoryOracle"
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def check_text(name: str, value: object, *, limit: int, blank_ok: bool = False) -> str:
-    """A text argument: a string, within ``limit`` characters, no NUL or control characters."""
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string")
-    if not blank_ok and not value.strip():
-        raise InvalidArgument(f"{name} must not be blank")
-    if len(value) > limit:
-        raise InvalidArgument(f"{name} is longer than {limit} characters")
-    if _CONTROL.search(value):
-        raise InvalidArgument(f"{name} must not contain NUL or control characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidArgument(f"{name} is not valid Unicode (an unpaired surrogate)") from None
-    return value
-
 
 def check_object_id(name: str, value: object) -> str:
     """An ID argument (``T-...``, ``P-...``, ...): a short token of safe characters."""
-    text = check_text(name, value, limit=MAX_LABEL_CHARS)
-    if not _ID.match(text):
-        raise InvalidArgument(f"{name} may hold only letters, digits, '.', '_', ':' and '-'")
-    return text
+    return check_label(name, value)
 
 
 def check_agent_id(value: object, name: str = "agent_id") -> str:

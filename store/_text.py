@@ -1,0 +1,73 @@
+"""What text and labels a caller may hand the store: one rule, used by every store.
+
+- :func:`check_text`: a string within a length limit, nonblank unless allowed, valid Unicode (no
+  unpaired surrogate, which SQLite cannot store), and free of NUL and the C0/DEL control
+  characters other than tab, newline and carriage return. Control characters are refused rather
+  than stored because they reach terminals and the console (cursor moves, screen clears).
+- :func:`check_label`: an ID or a name: a letter or digit, then letters, digits, ``.``, ``_``,
+  ``:``, ``-``, at most :data:`MAX_LABEL_CHARS` in all. Shapes are checked with
+  :func:`re.fullmatch`: ``re.match(r"^...$")`` would accept a trailing newline, and ``"M-1\\n"``
+  would become a second entry that looks like ``"M-1"``.
+
+The error raised is :class:`~store.errors.InvalidArgument` unless the caller names a subclass
+that carries its route's code (``error=``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from store.errors import InvalidArgument
+
+__all__ = ["MAX_LABEL_CHARS", "check_label", "check_text", "is_label"]
+
+MAX_LABEL_CHARS = 200
+"""The longest ID, agent name, scope label or token name."""
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+
+
+def check_text(
+    name: str,
+    value: object,
+    *,
+    limit: int,
+    blank_ok: bool = False,
+    error: type[InvalidArgument] = InvalidArgument,
+) -> str:
+    """``value`` as text fit to store, or ``error`` saying why not."""
+    if not isinstance(value, str):
+        raise error(f"{name} must be a string")
+    if not blank_ok and not value.strip():
+        raise error(f"{name} must not be blank")
+    if len(value) > limit:
+        raise error(f"{name} is longer than {limit} characters")
+    if _CONTROL.search(value):
+        raise error(f"{name} must not contain NUL or control characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise error(f"{name} is not valid Unicode (an unpaired surrogate)") from None
+    return value
+
+
+def is_label(value: object, *, limit: int = MAX_LABEL_CHARS) -> bool:
+    """Whether ``value`` has the shape of an ID or a name (the whole string, no trailing newline)."""
+    return isinstance(value, str) and len(value) <= limit and _LABEL.fullmatch(value) is not None
+
+
+def check_label(
+    name: str,
+    value: object,
+    *,
+    limit: int = MAX_LABEL_CHARS,
+    error: type[InvalidArgument] = InvalidArgument,
+) -> str:
+    """``value`` as an ID or a name, or ``error`` saying what shape it must have."""
+    text = check_text(name, value, limit=limit, error=error)
+    if not is_label(text, limit=limit):
+        raise error(
+            f"{name} may hold only letters, digits, '.', '_', ':' and '-', starting with a letter or digit"
+        )
+    return text
