@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+import requests.exceptions
 
 import store.errors as errors
 from capabilities.http_api._errors import error_response
@@ -23,6 +24,7 @@ from capabilities.mcp._dispatch import ToolOutcome
 from store.db import Database
 from store.errors import (
     Conflict,
+    DockerUnavailable,
     InternalError,
     InvalidArgument,
     NotFound,
@@ -33,6 +35,9 @@ from store.errors import (
     hierarchy,
 )
 from supervisor.cli._output import emit_error
+from supervisor.docker import DockerClient
+from supervisor.image._common import ImageBuildError, docker_step
+from tests.fakes.docker_engine import FakeDockerBackend, api_error, connection_refused, connection_reset
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -247,3 +252,36 @@ def test_other_sqlite_errors_are_translated_and_chained(db: Database) -> None:
     with pytest.raises(InternalError) as ran:
         anyio.run(db.run, direct)
     assert isinstance(ran.value.__cause__, sqlite3.OperationalError)
+
+
+# -- Docker translated at the engine boundary ---------------------------------------------------------
+
+
+class _ClosingFails(FakeDockerBackend):
+    def close(self) -> None:
+        raise connection_reset()
+
+
+def test_closing_a_lost_engine_is_docker_unavailable_chained() -> None:
+    client = DockerClient(_ClosingFails)
+
+    async def use_then_close() -> None:
+        await client.ping()
+        await client.aclose()
+
+    with pytest.raises(DockerUnavailable) as caught:
+        anyio.run(use_then_close)
+    assert isinstance(caught.value.__cause__, requests.exceptions.ConnectionError)
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [(connection_refused(), DockerUnavailable), (api_error(500, "disk full"), ImageBuildError)],
+)
+def test_an_image_build_step_translates_docker_errors(
+    raised: Exception, expected: type[RoundtableError]
+) -> None:
+    with pytest.raises(expected) as caught, docker_step("docker build of x"):
+        raise raised
+    assert caught.value.__cause__ is raised
+    assert caught.value.code == ("docker_unavailable" if expected is DockerUnavailable else "internal")
