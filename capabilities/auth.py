@@ -31,7 +31,7 @@ from capabilities.policy import ROLE_TOOLSETS
 from capabilities.principals import GrantBinding, Principal, PrincipalKind
 from store import Store
 from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, OperatorTokenRecord
-from store.errors import InvalidArgument, Unauthenticated
+from store.errors import InvalidArgument, Unauthenticated, error_body
 
 __all__ = [
     "DEFAULT_GRANT_TTL_SECONDS",
@@ -198,7 +198,7 @@ async def _refuse(scope: Scope, send: Send, exc: Unauthenticated) -> None:
     if scope["type"] != "http":
         await send({"type": "websocket.close", "code": 1008})
         return
-    body = json.dumps({"error": exc.to_dict()}).encode()
+    body = json.dumps(error_body(exc)).encode()
     await send(
         {
             "type": "http.response.start",

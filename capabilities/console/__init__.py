@@ -115,7 +115,7 @@ def _error_page(exc: RoundtableError, session: ConsoleSession | None) -> Respons
         '<h1>Something is wrong</h1><p role="alert">$message</p><p class="id">Error code: $code</p>'
         '<p><a href="/">Back to the proposals</a></p>',
         message=exc.message,
-        code=exc.instance_code,
+        code=exc.code,
     )
     return _layout("Error", body, session=session, status=exc.http_status)
 

@@ -1,8 +1,9 @@
 """The one JSON error shape of the HTTP API: ``{"error": {"code", "message"}}``.
 
 :func:`endpoint` wraps every route handler: a :class:`~store.errors.RoundtableError` becomes its
-``http_status`` with its (possibly route-specific) code; anything unexpected becomes 500
-``internal`` with a message that carries no traceback (the traceback goes to the server log).
+``http_status`` with the body :func:`store.errors.error_body` builds for the CLI and MCP too;
+anything unexpected becomes 500 ``internal`` with a message that carries no traceback (the
+traceback goes to the server log).
 Starlette's own 404 and 405 inside ``/api/v1`` answer in the same shape (:data:`EXCEPTION_HANDLERS`).
 """
 
@@ -11,18 +12,24 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import structlog
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from store.errors import InternalError, InvalidArgument, NotFound, RoundtableError
+from store.errors import (
+    InternalError,
+    InvalidArgument,
+    MethodNotAllowed,
+    NotFound,
+    RoundtableError,
+    error_body,
+)
 
 __all__ = [
     "EXCEPTION_HANDLERS",
-    "MethodNotAllowed",
     "encode_json",
     "encoded",
     "endpoint",
@@ -33,13 +40,6 @@ __all__ = [
 _log = structlog.get_logger("roundtable.http")
 
 Handler = Callable[[Request], Awaitable[Response]]
-
-
-class MethodNotAllowed(RoundtableError):
-    """The path exists but not with this HTTP method."""
-
-    code: ClassVar[str] = "method_not_allowed"
-    http_status: ClassVar[int] = 405
 
 
 _SECURITY_HEADERS = {"cache-control": "no-store", "x-content-type-options": "nosniff"}
@@ -70,16 +70,7 @@ def json_response(
 
 def error_response(exc: RoundtableError) -> Response:
     """The JSON error answer for ``exc``."""
-    return json_response(
-        {
-            "error": {
-                "code": exc.instance_code,
-                "message": exc.message,
-                **({"details": exc.details} if exc.details else {}),
-            }
-        },
-        exc.http_status,
-    )
+    return json_response(error_body(exc), exc.http_status)
 
 
 def endpoint(handler: Handler) -> Handler:

@@ -19,7 +19,7 @@ from capabilities.http_api._boundary import operator_of, query_int, query_text
 from capabilities.http_api._errors import encoded, endpoint, json_response
 from capabilities.services import Services
 from store import Store
-from store.errors import InvalidArgument, NotFound
+from store.errors import InvalidArgument, PatchVersionNotFound
 from store.patches import PatchVersion
 
 __all__ = ["MAX_PROPOSAL_PAGE", "proposal_detail", "read_patch", "work_routes"]
@@ -55,9 +55,7 @@ def read_patch(store: Store, proposal_id: str, version: int | None) -> tuple[Pat
     wanted = proposal["current_version"] if version is None else version
     found = next((v for v in proposal.get("versions", []) if v["version"] == wanted), None)
     if found is None:
-        raise NotFound(
-            f"proposal {proposal_id} has no patch version {wanted}", code="patch_version_not_found"
-        )
+        raise PatchVersionNotFound(f"proposal {proposal_id} has no patch version {wanted}")
     record = PatchVersion(**{**found, "files": tuple(found["files"])})
     return record, store.patches.read_verified(record)
 

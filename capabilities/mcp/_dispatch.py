@@ -15,7 +15,7 @@ from capabilities.mcp._registry import ToolCall, ToolRegistry
 from capabilities.policy import is_allowed
 from capabilities.principals import Principal
 from capabilities.services import Services
-from store.errors import Forbidden, InternalError, InvalidArgument, NotFound, RoundtableError
+from store.errors import Forbidden, InternalError, InvalidArgument, NotFound, RoundtableError, error_body
 
 __all__ = ["ToolOutcome", "call_tool"]
 
@@ -35,9 +35,9 @@ class ToolOutcome:
         return self.error is None
 
     def body(self) -> dict[str, Any]:
-        """The JSON object returned to the caller: the result, or ``{"error": {...}}``."""
+        """The JSON object returned to the caller: the result, or :func:`~store.errors.error_body`."""
         if self.error is not None:
-            return {"error": self.error.to_dict()}
+            return error_body(self.error)
         assert self.result is not None
         return self.result
 
@@ -64,7 +64,7 @@ async def call_tool(
         args = spec.parse(arguments)
         result = await spec.handler(ToolCall(services=services, principal=principal, args=args))
     except RoundtableError as exc:
-        log.info("tool.refused", code=exc.instance_code)
+        log.info("tool.refused", code=exc.code)
         return ToolOutcome(None, exc)
     except Exception:
         # A bug, not a caller's mistake: the traceback goes to the log, never to the caller.

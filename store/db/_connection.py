@@ -6,6 +6,11 @@
   writers never deadlock upgrading a read lock), serialised inside the process by a lock and
   across processes by SQLite, with bounded retries when another process holds the lock longer
   than the busy timeout;
+- ``sqlite3`` errors never leave :meth:`Database.write`, :meth:`Database.read` or
+  :meth:`Database.run`: they are translated here, chained (``raise ... from``), by
+  :func:`translate_sqlite_error` -- busy past every retry is :class:`~store.errors.StoreBusy`, a
+  constraint violation :class:`~store.errors.Conflict`, anything else
+  :class:`~store.errors.InternalError`;
 - :meth:`Database.run` moves any blocking call onto a worker thread (``anyio.to_thread``) behind a
   :class:`anyio.CapacityLimiter`, so async code never blocks its event loop on SQLite.
 """
@@ -24,14 +29,16 @@ import anyio
 import anyio.to_thread
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from store.errors import Conflict, InternalError
+from store.errors import Conflict, InternalError, RoundtableError, StoreBusy
 
-__all__ = ["Database", "is_busy_error"]
+__all__ = ["Database", "is_busy_error", "translate_sqlite_error"]
 
 _T = TypeVar("_T")
 _P = ParamSpec("_P")
 
 BUSY_TIMEOUT_MS = 15_000
+WRITE_ATTEMPTS = 5
+"""How many times :meth:`Database.write` tries a transaction that finds the database locked."""
 
 
 def is_busy_error(exc: BaseException) -> bool:
@@ -42,12 +49,30 @@ def is_busy_error(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text or "database table is locked" in text
 
 
+def translate_sqlite_error(exc: sqlite3.Error) -> RoundtableError:
+    """Our error for a ``sqlite3`` error that reached the database boundary (the caller chains it)."""
+    if is_busy_error(exc):
+        return StoreBusy("the database stayed locked by another process; nothing was changed, try again")
+    if isinstance(exc, sqlite3.IntegrityError):
+        return Conflict(f"the change conflicts with stored data ({exc})")
+    return InternalError(f"the database failed ({type(exc).__name__}: {exc})")
+
+
 class Database:
     """A SQLite database file with per-thread connections and a serialised write path."""
 
-    def __init__(self, path: Path, *, readonly: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        *,
+        readonly: bool = False,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        write_attempts: int = WRITE_ATTEMPTS,
+    ):
         self.path = Path(path)
         self.readonly = readonly
+        self.busy_timeout_ms = busy_timeout_ms
+        self.write_attempts = write_attempts
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
@@ -72,10 +97,10 @@ class Database:
     def _open(self) -> sqlite3.Connection:
         uri = f"file:{self.path}?mode=ro" if self.readonly else f"file:{self.path}"
         conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            uri, uri=True, isolation_level=None, timeout=self.busy_timeout_ms / 1000, check_same_thread=False
         )
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = FULL")
         if not self.readonly:
@@ -130,40 +155,45 @@ class Database:
         """
         if self.readonly:
             raise InternalError("this database handle is read-only")
-        for attempt in Retrying(
-            retry=retry_if_exception(is_busy_error),
-            stop=stop_after_attempt(5),
-            wait=wait_random_exponential(multiplier=0.05, max=1.0),
-            reraise=True,
-        ):
-            with attempt:
-                return self._write_once(fn)
+        try:
+            for attempt in Retrying(
+                retry=retry_if_exception(is_busy_error),
+                stop=stop_after_attempt(self.write_attempts),
+                wait=wait_random_exponential(multiplier=0.05, max=1.0),
+                reraise=True,
+            ):
+                with attempt:
+                    return self._write_once(fn)
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc) from exc
         raise InternalError("unreachable: the retry loop neither returned nor raised")
 
     def _write_once(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         conn = self.connection()
-        with self._write_lock:
-            try:
-                with self._transaction(conn):
-                    return fn(conn)
-            except sqlite3.IntegrityError as exc:
-                raise _translate(exc) from exc
+        with self._write_lock, self._transaction(conn):
+            return fn(conn)
 
     def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``fn`` in one read transaction, so everything it reads is one snapshot."""
-        conn = self.connection()
-        conn.execute("BEGIN")
         try:
-            return fn(conn)
-        finally:
-            conn.execute("COMMIT")
+            conn = self.connection()
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc) from exc
 
     # -- async ---------------------------------------------------------------------------------
 
     async def run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
-        """Run a blocking store call in a worker thread; the event loop keeps running."""
-        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+        """Run a blocking store call in a worker thread; the event loop keeps running.
 
-
-def _translate(exc: sqlite3.IntegrityError) -> Conflict:
-    return Conflict(f"the change conflicts with stored data ({exc})")
+        A ``sqlite3`` error that ``fn`` lets out (it used :meth:`connection` directly) is translated
+        like one from :meth:`write` or :meth:`read`.
+        """
+        try:
+            return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+        except sqlite3.Error as exc:
+            raise translate_sqlite_error(exc) from exc

@@ -1,9 +1,10 @@
 """The ``roundtable`` command line.
 
 Every command accepts ``--root DIR`` and ``--json``. Exit status: 0 on success, 2 on a usage
-error, 1 on any other error; with ``--json`` an error prints ``{"error": {"code", "message"}}``
-on stdout. Logs go to stderr. Commands live in :mod:`supervisor.cli.commands`, one module per area;
-each registers its subcommands and returns a JSON-able answer.
+error, 1 on any other error; with ``--json`` an error prints :func:`store.errors.error_body`
+(``{"error": {"code", "message"}}``) on stdout. Logs go to stderr. Commands live in
+:mod:`supervisor.cli.commands`, one module per area; each registers its subcommands and returns a
+JSON-able answer.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, NoReturn
 import anyio
 import structlog
 
-from store.errors import RoundtableError
+from store.errors import InternalError, InvalidArgument, RoundtableError
 from supervisor.cli._output import emit, emit_error
 from supervisor.cli.commands import COMMAND_MODULES
 from supervisor.logging import configure_logging
@@ -73,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(args_list)
     except _UsageError as exc:
-        emit_error("invalid_argument", str(exc), as_json=as_json)
+        emit_error(InvalidArgument(str(exc)), as_json=as_json)
         return 2
     # The common flags use SUPPRESS (parents share action objects, so a default set on one parser
     # would reset a flag given at another level); fill in the ones not given.
@@ -88,15 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             result = handler(args)
     except RoundtableError as exc:
-        emit_error(exc.instance_code, exc.message, as_json=args.json)
+        emit_error(exc, as_json=args.json)
         return 1
     except KeyboardInterrupt:
-        emit_error("internal", "interrupted", as_json=args.json)
+        emit_error(InternalError("interrupted"), as_json=args.json)
         return 130
     except Exception as exc:
         _log.exception("command.crashed", command=args.command)
         emit_error(
-            "internal", f"unexpected error: {type(exc).__name__}; see the log on stderr", as_json=args.json
+            InternalError(f"unexpected error: {type(exc).__name__}; see the log on stderr"), as_json=args.json
         )
         return 1
     if isinstance(result, dict):

@@ -6,6 +6,8 @@ import json
 import sys
 from typing import Any, TextIO
 
+from store.errors import RoundtableError, error_body
+
 __all__ = ["emit", "emit_error", "render_text"]
 
 
@@ -19,13 +21,14 @@ def emit(body: dict[str, Any], *, as_json: bool, out: TextIO | None = None) -> N
     stream.flush()
 
 
-def emit_error(code: str, message: str, *, as_json: bool) -> None:
-    """Print a structured error: JSON on stdout with ``--json``, one line on stderr otherwise."""
+def emit_error(exc: RoundtableError, *, as_json: bool) -> None:
+    """Print a structured error: :func:`~store.errors.error_body` on stdout with ``--json``, one
+    line on stderr otherwise."""
     if as_json:
-        sys.stdout.write(json.dumps({"error": {"code": code, "message": message}}) + "\n")
+        sys.stdout.write(json.dumps(error_body(exc)) + "\n")
         sys.stdout.flush()
     else:
-        sys.stderr.write(f"error [{code}]: {message}\n")
+        sys.stderr.write(f"error [{exc.code}]: {exc.message}\n")
 
 
 def _entry_line(entry: dict[str, Any]) -> str:

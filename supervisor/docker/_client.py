@@ -1,6 +1,6 @@
 """The Docker engine behind a small async interface: worker threads, bounded retries, our errors.
 
-:class:`DockerClient` wraps a blocking :class:`~supervisor.docker_backend.DockerBackend` (the docker
+:class:`DockerClient` wraps a blocking :class:`~supervisor.docker._backend.DockerBackend` (the docker
 SDK in production, :mod:`tests.fakes.docker_engine` in tests). It runs every backend call in a worker
 thread behind an :class:`anyio.CapacityLimiter`, retries transient failures with tenacity (bounded
 attempts, jittered exponential waits, see :class:`RetryPolicy`), and translates whatever is left at
@@ -12,7 +12,11 @@ failure                                                 outcome
 connection refused/reset, socket missing, timeouts      retried; then :class:`DockerUnavailable`
 HTTP 500, 502, 503, 504 from the engine                 retried; then :class:`LaunchFailed`
 HTTP 404 image not found, 400, 409 and other 4xx        not retried: :class:`LaunchFailed`
+any other ``docker.errors`` or ``requests`` error       not retried: :class:`DockerUnavailable`
+anything else a backend raises                          not retried: :class:`LaunchFailed`
 ======================================================  ==========================================
+
+Every translated error is chained to the original (``raise ... from``).
 
 ``wait`` is not retried blindly: it waits until the container stops or the deadline passes, resuming
 after a transient error with whatever time remains. Blocking waits use their own limiter, so long
@@ -309,10 +313,13 @@ class DockerClient:
         return await self._call(f"listing containers labelled {label}", lambda b: b.list_labelled(label))
 
     async def aclose(self) -> None:
-        """Close the backend's connections."""
+        """Close the backend's connections (not retried: there is nothing left to close after a failure)."""
         backend, self._backend = self._backend, None
         if backend is not None:
-            await anyio.to_thread.run_sync(backend.close, limiter=self._limiter)
+            try:
+                await anyio.to_thread.run_sync(backend.close, limiter=self._limiter)
+            except Exception as exc:
+                raise _translate(exc, "closing the engine connection") from exc
 
 
 def _wait(container: str, timeout: float, backend: DockerBackend) -> int | None:

@@ -3,10 +3,13 @@
 The role image (:mod:`supervisor.image._build`) and its offline base (:mod:`supervisor.image._base`) are both
 built step by step against the Docker engine, reporting as they go, so they share:
 
-* the errors a build raises: :class:`ImageBuildError` for a step that failed, and
-  :class:`DockerUnavailableError` when the engine cannot be reached;
+* the errors a build raises: :class:`ImageBuildError` (an :class:`~store.errors.InternalError`,
+  code ``internal``) for a step that failed, and :class:`DockerUnavailableError` (the registry's
+  :class:`~store.errors.DockerUnavailable` under its historical name) when the engine cannot be
+  reached, before or during a build;
 * :data:`Progress`, the callback that receives one short line per phase;
-* :func:`docker_step`, which turns Docker SDK and transport errors into :class:`ImageBuildError`;
+* :func:`docker_step`, which translates Docker SDK and transport errors, chained: a lost connection
+  to :class:`DockerUnavailableError`, anything else to :class:`ImageBuildError`;
 * :func:`get_image`, an image lookup that answers None for a missing image;
 * :func:`run_streaming`, which runs a host tool (``pip wheel``, ``deploy/build-base.sh``), forwarding
   its progress lines and reporting the tail of its output when it fails.
@@ -23,6 +26,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import docker.errors
+import requests.exceptions
 
 from store.errors import DockerUnavailable, InternalError
 
@@ -46,15 +50,17 @@ class ImageBuildError(InternalError):
     """The role image (or its offline base) could not be built; the message says which step failed."""
 
 
-class DockerUnavailableError(DockerUnavailable):
-    """The Docker engine cannot be reached (not running, or no permission on its socket)."""
+DockerUnavailableError = DockerUnavailable
+"""The Docker engine cannot be reached (not running, or no permission on its socket)."""
 
 
 @contextmanager
 def docker_step(what: str) -> Iterator[None]:
-    """Turn Docker SDK and transport errors raised during ``what`` into :class:`ImageBuildError`."""
+    """Translate Docker SDK and transport errors raised during ``what`` (see the module docstring)."""
     try:
         yield
+    except requests.exceptions.ConnectionError as exc:
+        raise DockerUnavailableError(f"{what} failed: lost the Docker engine ({exc})") from exc
     except (docker.errors.DockerException, OSError) as exc:
         raise ImageBuildError(f"{what} failed: {exc}") from exc
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import store.launches._store as launches_module
-from store import Conflict, InvalidArgument, NotFound, Store, list_events
+from store import Conflict, InternalError, InvalidArgument, NotFound, Store, list_events
 from store.launches._store import (
     ACTIVE_STATUSES,
     MAX_LOG_TAIL_BYTES,
@@ -131,8 +131,9 @@ def test_status_change_and_event_share_one_transaction(store: Store, monkeypatch
         raise sqlite3.OperationalError("disk I/O error (injected)")
 
     monkeypatch.setattr(launches_module, "append_event", broken)
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(InternalError) as caught:  # translated at the database boundary, chained
         store.launches.mark_starting(launch.id, "abc")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
     assert project_snapshot(store.paths) == before
     assert store.launches.get(launch.id).status is LaunchStatus.REQUESTED
 
