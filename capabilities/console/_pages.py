@@ -14,6 +14,8 @@ from capabilities.console._widgets import (
     consensus_summary,
     diff_block,
     memory_link,
+    next_page,
+    table,
     timeline_item,
     warning_card,
 )
@@ -22,19 +24,6 @@ from store import Store
 from store.errors import RoundtableError
 
 __all__ = ["memory_page", "memory_search_page", "proposal_page", "proposals_page"]
-
-
-def _table(caption: str, headers: list[str], rows: list[Markup], *, empty: str) -> Markup:
-    if not rows:
-        return html('<p class="empty">$empty</p>', empty=empty)
-    head = join(html('<th scope="col">$h</th>', h=h) for h in headers)
-    return html(
-        '<div class="table-wrap"><table><caption>$caption</caption><thead><tr>$head</tr></thead>'
-        "<tbody>$rows</tbody></table></div>",
-        caption=caption,
-        head=head,
-        rows=join(rows),
-    )
 
 
 # -- proposals -------------------------------------------------------------------------------------
@@ -59,14 +48,10 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
         )
         for p in items
     ]
-    more = (
-        html('<p><a rel="next" href="$href">Next page</a></p>', href=attr_url("/", cursor=next_position))
-        if next_position
-        else Markup("")
-    )
+    more = next_page(attr_url("/", cursor=next_position) if next_position else None)
     body = html(
         "<h1>Proposals</h1>$table$more",
-        table=_table(
+        table=table(
             "Proposals, oldest first",
             ["Proposal", "Status", "Patch", "Consensus", "Author", "Updated"],
             rows,
@@ -90,7 +75,7 @@ def _votes_table(votes: list[dict[str, Any]]) -> Markup:
         )
         for v in votes
     ]
-    return _table(
+    return table(
         "Votes, in the order cast; only votes on the current patch version count",
         ["Reviewer", "Role", "Vote", "Patch", "Counts?", "Reason"],
         rows,
@@ -189,15 +174,9 @@ def memory_search_page(
         )
         for m in answer["items"]
     ]
-    more = (
-        html(
-            '<p><a rel="next" href="$href">Next page</a></p>',
-            href=attr_url(
-                "/memories", q=q, scope=scope, kind=kind, status=status, cursor=answer["next_cursor"]
-            ),
-        )
-        if answer["next_cursor"]
-        else Markup("")
+    after = answer["next_cursor"]
+    more = next_page(
+        attr_url("/memories", q=q, scope=scope, kind=kind, status=status, cursor=after) if after else None
     )
     form = html(
         '<form class="search" method="get" action="/memories" role="search" aria-label="Memory search">'
@@ -215,7 +194,7 @@ def memory_search_page(
     body = html(
         "<h1>Memory</h1>$form$table$more",
         form=form,
-        table=_table(
+        table=table(
             "Memory entries, oldest first",
             ["Entry", "Scope", "Kind", "Status", "Revision", "Updated"],
             rows,
@@ -396,7 +375,7 @@ def memory_page(
         body=memory["body_md"],
         facts=join(html("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts),
         actions=_actions(memory, csrf),
-        revisions=_table(
+        revisions=table(
             "Revision history", ["Revision", "Title", "Reason", "By", "At"], revision_rows, empty="None."
         ),
         diff=_diff_section(store, memory_id, revisions, a, b),

@@ -1,4 +1,4 @@
-"""Pieces of console pages: badges, rendered diffs, timeline items, warnings, memory links.
+"""Pieces of console pages: tables, badges, rendered diffs, timeline items, warnings, memory links.
 
 Every function returns :class:`~capabilities.console.html.Markup` built with
 :func:`~capabilities.console.html.html`, so every value from the store is escaped.
@@ -15,6 +15,8 @@ __all__ = [
     "consensus_summary",
     "diff_block",
     "memory_link",
+    "next_page",
+    "table",
     "timeline_item",
     "warning_card",
 ]
@@ -191,3 +193,22 @@ def timeline_item(event: dict[str, Any]) -> Markup:
         actor=event.get("actor", ""),
         summary=_event_summary(event),
     )
+
+
+def table(caption: str, headers: list[str], rows: list[Markup], *, empty: str) -> Markup:
+    """A captioned table of ``rows`` under ``headers`` (``empty`` when there are none)."""
+    if not rows:
+        return html('<p class="empty">$empty</p>', empty=empty)
+    head = join(html('<th scope="col">$h</th>', h=h) for h in headers)
+    return html(
+        '<div class="table-wrap"><table><caption>$caption</caption><thead><tr>$head</tr></thead>'
+        "<tbody>$rows</tbody></table></div>",
+        caption=caption,
+        head=head,
+        rows=join(rows),
+    )
+
+
+def next_page(href: str | None) -> Markup:
+    """The link to a list's next page (nothing on the last page)."""
+    return html('<p><a rel="next" href="$href">Next page</a></p>', href=href) if href else Markup("")

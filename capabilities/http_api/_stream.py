@@ -8,7 +8,8 @@ the poller moves on. It reconnects with ``Last-Event-ID`` and catches up from th
 
 :class:`EventStreamEndpoint` is the ASGI app behind ``GET /api/v1/events/stream`` (and the
 console's session-authenticated ``/console/events/stream``): it sends the backlog after the
-client's position from the log, then the live events, as ``text/event-stream``. Each write to
+client's position from the log, then the live events, as ``text/event-stream``; it finds the
+broadcaster in ``request.app.state`` (:func:`capabilities.http_api._state.api_state`). Each write to
 the socket has a deadline; a client that stops reading is disconnected rather than holding a
 task forever. Polls are cheap (the poller also wakes at once when this process commits a
 change), and the poll interval bounds the latency of changes made by other processes.
@@ -30,6 +31,7 @@ from starlette.types import Receive, Scope, Send
 
 from capabilities.http_api._boundary import query_int, query_text
 from capabilities.http_api._errors import error_response
+from capabilities.http_api._state import api_state
 from store import Store
 from store.errors import InvalidArgument, RoundtableError
 from store.events import Event
@@ -173,14 +175,12 @@ class EventStreamEndpoint:
 
     def __init__(
         self,
-        broadcaster: EventBroadcaster,
         authorize: Authorize,
         *,
         write_timeout: float = 10.0,
         heartbeat: float = 15.0,
         named_events: bool = True,
     ):
-        self.broadcaster = broadcaster
         self.named_events = named_events
         self.authorize = authorize
         self.write_timeout = write_timeout
@@ -195,21 +195,22 @@ class EventStreamEndpoint:
             await self.authorize(request)
             after = self._start_position(request)
             proposal_id = query_text(request, "proposal_id", limit=200) or None
+            broadcaster = api_state(request).broadcaster
         except RoundtableError as exc:
             await error_response(exc)(scope, receive, send)
             return
-        subscriber = self.broadcaster.subscribe()
+        subscriber = broadcaster.subscribe()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch_disconnect, receive, tg.cancel_scope)
-                await self._stream(send, subscriber, after, proposal_id, request)
+                await self._stream(send, broadcaster.store, subscriber, after, proposal_id, request)
                 tg.cancel_scope.cancel()
         except TimeoutError:
             # The client stopped reading: abandon the response; the server closes the socket.
-            self.broadcaster.stalled += 1
+            broadcaster.stalled += 1
             _log.info("stream.client_stalled", write_timeout=self.write_timeout)
         finally:
-            self.broadcaster.unsubscribe(subscriber)
+            broadcaster.unsubscribe(subscriber)
 
     def _start_position(self, request: Request) -> int | None:
         after = query_int(request, "after")
@@ -251,9 +252,14 @@ class EventStreamEndpoint:
         return True
 
     async def _stream(
-        self, send: Send, subscriber: Subscriber, after: int | None, proposal_id: str | None, request: Request
+        self,
+        send: Send,
+        store: Store,
+        subscriber: Subscriber,
+        after: int | None,
+        proposal_id: str | None,
+        request: Request,
     ) -> None:
-        store = self.broadcaster.store
         # Without a position the stream starts now, fixed before the headers go out, so every
         # event committed after the client sees the response reaches it (the poller may lag
         # behind the log while nobody listens, hence the read).

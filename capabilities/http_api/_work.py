@@ -15,14 +15,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from capabilities.http_api._boundary import operator_of, query_int, query_text
-from capabilities.http_api._errors import encoded, endpoint, json_response
-from capabilities.services import Services
+from capabilities.http_api._boundary import query_int, query_text
+from capabilities.http_api._errors import endpoint, json_response
+from capabilities.http_api._state import operator_api
 from store import Store
 from store.errors import InvalidArgument, PatchVersionNotFound
 from store.patches import PatchVersion
 
-__all__ = ["MAX_PROPOSAL_PAGE", "proposal_detail", "read_patch", "work_routes"]
+__all__ = ["MAX_PROPOSAL_PAGE", "WORK_ROUTES", "proposal_detail", "read_patch"]
 
 MAX_PROPOSAL_PAGE = 200
 _CURSOR_PREFIX = "proposal:"
@@ -60,68 +60,74 @@ def read_patch(store: Store, proposal_id: str, version: int | None) -> tuple[Pat
     return record, store.patches.read_verified(record)
 
 
-def work_routes(services: Services) -> list[Route]:
-    """The work routes, relative to ``/api/v1``."""
-    store = services.store
-    run = store.db.run
+async def list_proposals(request: Request) -> Response:
+    """``GET /proposals``: the proposals, paged by an opaque cursor."""
+    api = operator_api(request)
+    limit = query_int(request, "limit", default=50)
+    assert limit is not None
+    if not 1 <= limit <= MAX_PROPOSAL_PAGE:
+        raise InvalidArgument(f"limit must be an integer from 1 to {MAX_PROPOSAL_PAGE}")
+    cursor = query_text(request, "cursor")
+    items, position = await api.run(
+        api.store.proposals.list,
+        task_id=query_text(request, "task_id"),
+        status=query_text(request, "status"),
+        limit=limit,
+        cursor=_decode(cursor) if cursor else None,
+    )
+    return json_response({"items": items, "next_cursor": None if position is None else _encode(position)})
 
-    async def list_proposals(request: Request) -> Response:
-        operator_of(request)
-        limit = query_int(request, "limit", default=50)
-        assert limit is not None
-        if not 1 <= limit <= MAX_PROPOSAL_PAGE:
-            raise InvalidArgument(f"limit must be an integer from 1 to {MAX_PROPOSAL_PAGE}")
-        cursor = query_text(request, "cursor")
-        items, position = await run(
-            store.proposals.list,
-            task_id=query_text(request, "task_id"),
-            status=query_text(request, "status"),
-            limit=limit,
-            cursor=_decode(cursor) if cursor else None,
-        )
-        return json_response({"items": items, "next_cursor": None if position is None else _encode(position)})
 
-    async def get_proposal(request: Request) -> Response:
-        operator_of(request)
-        return json_response(await run(encoded, proposal_detail, store, request.path_params["proposal_id"]))
+async def get_proposal(request: Request) -> Response:
+    """``GET /proposals/{proposal_id}``: a proposal with its votes and consensus."""
+    api = operator_api(request)
+    return await api.answer(proposal_detail, api.store, request.path_params["proposal_id"])
 
-    async def timeline(request: Request) -> Response:
-        operator_of(request)
-        return json_response(await run(encoded, store.timeline.timeline, request.path_params["proposal_id"]))
 
-    async def patch(request: Request) -> Response:
-        operator_of(request)
-        version = query_int(request, "version")
-        record, data = await run(read_patch, store, request.path_params["proposal_id"], version)
-        return Response(
-            data,
-            media_type="text/plain; charset=utf-8",
-            headers={
-                "x-patch-version": str(record.version),
-                "x-patch-sha256": record.sha256,
-                "cache-control": "no-store",
-                "x-content-type-options": "nosniff",
-            },
-        )
+async def timeline(request: Request) -> Response:
+    """``GET /proposals/{proposal_id}/timeline``: everything that happened to a proposal."""
+    api = operator_api(request)
+    return await api.answer(api.store.timeline.timeline, request.path_params["proposal_id"])
 
-    async def events(request: Request) -> Response:
-        operator_of(request)
-        after = query_int(request, "after", default=0)
-        limit = query_int(request, "limit", default=100)
-        assert after is not None
-        assert limit is not None
-        proposal_id = query_text(request, "proposal_id", limit=200)
-        found = await run(store.event_feed.after, after, limit=limit, proposal_id=proposal_id or None)
-        last = found[-1].id if found else after
-        return json_response(
-            {"items": [event.to_dict() for event in found], "next_after": last, "more": len(found) == limit}
-        )
 
-    item = "/proposals/{proposal_id}"
-    return [
-        Route("/proposals", endpoint(list_proposals), methods=["GET"]),
-        Route(item, endpoint(get_proposal), methods=["GET"]),
-        Route(f"{item}/timeline", endpoint(timeline), methods=["GET"]),
-        Route(f"{item}/patch", endpoint(patch), methods=["GET"]),
-        Route("/events", endpoint(events), methods=["GET"]),
-    ]
+async def patch(request: Request) -> Response:
+    """``GET /proposals/{proposal_id}/patch``: one patch version's verified bytes, as text."""
+    api = operator_api(request)
+    version = query_int(request, "version")
+    record, data = await api.run(read_patch, api.store, request.path_params["proposal_id"], version)
+    return Response(
+        data,
+        media_type="text/plain; charset=utf-8",
+        headers={
+            "x-patch-version": str(record.version),
+            "x-patch-sha256": record.sha256,
+            "cache-control": "no-store",
+            "x-content-type-options": "nosniff",
+        },
+    )
+
+
+async def events(request: Request) -> Response:
+    """``GET /events?after=ID``: the event log, paged forward."""
+    api = operator_api(request)
+    after = query_int(request, "after", default=0)
+    limit = query_int(request, "limit", default=100)
+    assert after is not None
+    assert limit is not None
+    proposal_id = query_text(request, "proposal_id", limit=200)
+    found = await api.run(api.store.event_feed.after, after, limit=limit, proposal_id=proposal_id or None)
+    last = found[-1].id if found else after
+    return json_response(
+        {"items": [event.to_dict() for event in found], "next_after": last, "more": len(found) == limit}
+    )
+
+
+_ITEM = "/proposals/{proposal_id}"
+WORK_ROUTES: list[Route] = [
+    Route("/proposals", endpoint(list_proposals), methods=["GET"]),
+    Route(_ITEM, endpoint(get_proposal), methods=["GET"]),
+    Route(f"{_ITEM}/timeline", endpoint(timeline), methods=["GET"]),
+    Route(f"{_ITEM}/patch", endpoint(patch), methods=["GET"]),
+    Route("/events", endpoint(events), methods=["GET"]),
+]
+"""The work routes, relative to ``/api/v1``."""

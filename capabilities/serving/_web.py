@@ -22,22 +22,11 @@ import anyio
 import structlog
 from anyio.abc import TaskStatus
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import BaseRoute, Match, Mount, Route
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import Scope
 
-from capabilities.http_api import (
-    EXCEPTION_HANDLERS,
-    EventBroadcaster,
-    EventStreamEndpoint,
-    endpoint,
-    json_response,
-    memory_routes,
-    openapi_document,
-    operator_of,
-    work_routes,
-)
+from capabilities.console import CONSOLE_ROUTES
+from capabilities.http_api import EXCEPTION_HANDLERS, ApiState, EventBroadcaster, api_routes
 from capabilities.services import Services
 from capabilities.serving._transports import build_asgi_app
 from store.errors import RoundtableError
@@ -101,6 +90,7 @@ class WebService:
         self.heartbeat = heartbeat
         self.console = console
         self._resynthesis_wake = anyio.Event()
+        self.state = ApiState(services, self.broadcaster, self.changed)
 
     def close_streams(self) -> None:
         """End the live streams so a server shutdown need not wait for them (see :func:`prepare_shutdown`)."""
@@ -112,38 +102,21 @@ class WebService:
         self._resynthesis_wake.set()
 
     def api_routes(self) -> list[BaseRoute]:
-        """The routes of ``/api/v1`` (relative paths)."""
-
-        async def openapi(request: Request) -> Response:
-            operator_of(request)
-            return json_response(openapi_document())
-
-        async def authorize(request: Request) -> None:
-            principal = operator_of(request)
-            if principal.credential_id is not None:  # still live? (asked again while streaming)
-                store = self.services.store
-                await store.db.run(store.grants.require_live_credential, principal.credential_id)
-
-        stream = EventStreamEndpoint(
-            self.broadcaster, authorize, write_timeout=self.write_timeout, heartbeat=self.heartbeat
-        )
-        return [
-            *memory_routes(self.services, changed=self.changed),
-            *work_routes(self.services),
-            Route("/events/stream", stream, methods=["GET"]),
-            Route("/openapi.json", endpoint(openapi), methods=["GET"]),
-        ]
+        """The routes of ``/api/v1`` (relative paths), with this service's stream timings."""
+        return api_routes(write_timeout=self.write_timeout, heartbeat=self.heartbeat)
 
     def routes(self) -> list[BaseRoute]:
-        """Everything this service serves beside ``/mcp``: the API mount, then the console."""
+        """Everything this service serves beside ``/mcp``: the API mount, then the console.
+
+        The API is a sub-application, its own ``request.app``: it gets this service's
+        :class:`~capabilities.http_api.ApiState` here; the app that mounts these routes (and
+        serves the console) needs it too (:func:`build_service_app` sets it).
+        """
         api = Starlette(routes=self.api_routes(), exception_handlers=EXCEPTION_HANDLERS)
+        api.state.api = self.state
         routes: list[BaseRoute] = [_PrefixMount(API_PREFIX, app=api)]
         if self.console:
-            # Imported here: the console is built on this package's modules, so importing it at
-            # the top would make `import capabilities.console` circular.
-            from capabilities.console import console_routes
-
-            routes += console_routes(self.services, self.broadcaster, changed=self.changed)
+            routes += CONSOLE_ROUTES
         return routes
 
     @asynccontextmanager
@@ -192,6 +165,7 @@ def build_service_app(
         allowed_hosts=allowed_hosts,
     )
     app.state.web_service = service
+    app.state.api = service.state
     return app
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -12,6 +13,7 @@ from typing import Any
 
 import anyio
 import httpx2
+from starlette.routing import BaseRoute, Route
 
 from capabilities.services import Services
 from capabilities.serving import WebService, build_service_app, prepare_shutdown
@@ -23,6 +25,7 @@ from tests.store.work_helpers import DIFF, DIFF_V2, new_task
 __all__ = [
     "Api",
     "assert_error",
+    "closures_among",
     "read_sse",
     "running_api",
     "seed_review",
@@ -87,6 +90,19 @@ def assert_error(response: httpx2.Response, status: int, code: str) -> dict[str,
     assert "Traceback" not in response.text
     error: dict[str, Any] = body["error"]
     return error
+
+
+def closures_among(routes: Iterable[BaseRoute]) -> list[str]:
+    """The routes whose endpoint (under its ``endpoint``/``page`` wrapper) is defined inside a
+    function rather than at module level, as ``"METHODS path"``."""
+    found = []
+    for route in routes:
+        if isinstance(route, Route):
+            handler = inspect.unwrap(route.endpoint)
+            defined = handler if inspect.isfunction(handler) else type(handler)
+            if "<locals>" in defined.__qualname__:
+                found.append(f"{','.join(sorted(route.methods or ()))} {route.path}")
+    return found
 
 
 def table_counts(store: Store, *tables: str) -> dict[str, int]:

@@ -14,7 +14,8 @@ import pytest
 
 from capabilities.auth import issue_capability
 from capabilities.services import Services
-from tests.capabilities.api_helpers import Api, running_api, seed_review, table_counts
+from capabilities.serving import WebService
+from tests.capabilities.api_helpers import Api, closures_among, running_api, seed_review, table_counts
 
 pytestmark = pytest.mark.anyio
 
@@ -201,8 +202,10 @@ async def test_unknown_pages_answer_html_errors(services: Services) -> None:
     [
         "capabilities.console",
         "capabilities.console._pages",
+        "capabilities.console._routes",
         "capabilities.http_api",
         "capabilities.http_api._stream",
+        "capabilities.serving",
     ],
 )
 def test_each_web_module_imports_on_its_own(module: str) -> None:
@@ -211,3 +214,10 @@ def test_each_web_module_imports_on_its_own(module: str) -> None:
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_every_console_endpoint_is_a_module_level_function(services: Services) -> None:
+    """No route factory: the console's handlers read the services from ``request.app.state``."""
+    _api, *console = WebService(services).routes()
+    assert len(console) == 12
+    assert closures_among(console) == []

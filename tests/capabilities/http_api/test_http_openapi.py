@@ -10,7 +10,7 @@ from starlette.routing import Route
 from capabilities.http_api import openapi_document
 from capabilities.services import Services
 from capabilities.serving import WebService
-from tests.capabilities.api_helpers import running_api
+from tests.capabilities.api_helpers import closures_among, running_api
 from tests.conftest import REPO_ROOT
 
 CHECKED_IN = REPO_ROOT / "docs" / "openapi.json"
@@ -40,6 +40,11 @@ def test_the_document_covers_every_mounted_route_and_nothing_else(services: Serv
         for method in operations
     }
     assert mounted == documented
+
+
+def test_every_api_endpoint_is_a_module_level_function(services: Services) -> None:
+    """No route factory: the handlers read the services from ``request.app.state``."""
+    assert closures_among(WebService(services).api_routes()) == []
 
 
 def test_every_operation_documents_its_errors_and_mutations_their_headers() -> None:

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import socket
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
 
+from capabilities.http_api import api_state
 from capabilities.services import Services
 from capabilities.serving import WebService
-from store import Store, append_event
+from store import Store, append_event, init_project, open_store
+from store.errors import InternalError
 from tests.capabilities.api_helpers import assert_error, read_sse, running_api, seed_review
 from tests.store.work_helpers import DIFF, DIFF_V2, new_task
 
@@ -258,3 +263,26 @@ async def test_an_open_stream_ends_when_its_token_is_revoked(services: Services)
     # At most the revocation's own event went out before the check stopped the stream.
     streamed = {line.removeprefix("event: ") for line in rest if line.startswith("event: ")}
     assert streamed <= {"operator_token.revoked"}
+
+
+async def test_two_services_side_by_side_each_answer_from_their_own_store(
+    services: Services, tmp_path: Path
+) -> None:
+    """The routes are shared module-level tables: what they serve comes from each app's state."""
+    paths, _ = init_project(tmp_path / "other")
+    other = Services(store=open_store(paths))
+    try:
+        pid = seed_review(services.store)["proposal_id"]
+        async with running_api(services) as first, running_api(other) as second:
+            assert (await first.client.get(f"/proposals/{pid}")).status_code == 200
+            assert_error(await second.client.get(f"/proposals/{pid}"), 404, "not_found")
+            assert [p["id"] for p in (await first.client.get("/proposals")).json()["items"]] == [pid]
+            assert (await second.client.get("/proposals")).json()["items"] == []
+    finally:
+        other.store.close()
+
+
+def test_an_app_without_api_state_is_an_internal_error() -> None:
+    request = Request({"type": "http", "app": Starlette(), "headers": []})
+    with pytest.raises(InternalError):
+        api_state(request)

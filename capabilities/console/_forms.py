@@ -1,0 +1,118 @@
+"""The console's forms: signing in and out, and curating a memory entry.
+
+Every POST is checked by :class:`~capabilities.console._session.ConsoleAuth` (same origin, a
+bounded form, the CSRF token) before it reaches the store, and answers with a redirect (303).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from capabilities.console._frame import console_auth, layout, page
+from capabilities.console._html import Markup, html
+from capabilities.console._session import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    new_login_token,
+    safe_next,
+    set_cookie,
+)
+from capabilities.http_api import ApiState, api_state
+from store.access import DEFAULT_SESSION_SECONDS, ConsoleSession
+from store.errors import RoundtableError
+
+__all__ = ["login", "login_page", "logout", "memory_action", "memory_revise"]
+
+
+async def _curation(request: Request) -> tuple[ApiState, str, dict[str, str]]:
+    """The state, the entry's ID and the checked form of a curation POST."""
+    _, form = await console_auth(request).checked_form(request)
+    return api_state(request), request.path_params["memory_id"], form
+
+
+def _curated(api: ApiState, memory_id: str, notice: str) -> Response:
+    """Say that something was committed; back to the entry, with a notice."""
+    api.changed()
+    return RedirectResponse(f"/memories/{quote(memory_id)}?notice={quote(notice)}", status_code=303)
+
+
+@page
+async def memory_action(request: Request, session: ConsoleSession) -> Response:
+    """``POST /memories/{memory_id}/action``: pin, unpin, archive, restore or resynthesise."""
+    api, memory_id, form = await _curation(request)
+    admin = api.store.memory_admin
+    action = form.get("action", "")
+    if action == "resynthesize":
+        await api.run(admin.request_resynthesis, memory_id, actor=session.name, reason="console")
+    else:
+        await api.run(admin.act, memory_id, action, actor=session.name)
+    return _curated(api, memory_id, action)
+
+
+@page
+async def memory_revise(request: Request, session: ConsoleSession) -> Response:
+    """``POST /memories/{memory_id}/revise``: save a new revision of the entry."""
+    api, memory_id, form = await _curation(request)
+    expected = form.get("expected_revision", "")
+    fields = {
+        # Browsers submit textarea line breaks as CRLF.
+        "body_md": form.get("body_md", "").replace("\r\n", "\n"),
+        "title": form.get("title", ""),
+        "reason": form.get("reason", ""),
+        "expected_revision": int(expected) if expected.isdigit() else 0,
+    }
+    await api.run(api.store.memory_admin.revise, memory_id, fields, actor=session.name)
+    return _curated(api, memory_id, "revised")
+
+
+@page
+async def logout(request: Request, session: ConsoleSession) -> Response:
+    """``POST /logout``: end the session."""
+    auth = console_auth(request)
+    await auth.checked_form(request)
+    await auth.log_out(request)
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
+
+
+def _login_form(request: Request, *, message: str | None = None, status: int = 200) -> Response:
+    token = new_login_token()
+    body = html(
+        "<h1>Sign in</h1><p>Paste an operator token (<code>roundtable token create --name NAME</code>)."
+        " It is checked and then forgotten: the console keeps a session, never the token.</p>$error"
+        '<form class="login" method="post" action="/login">'
+        '<input type="hidden" name="csrf_token" value="$csrf">'
+        '<input type="hidden" name="next" value="$next">'
+        '<label for="token">Operator token</label>'
+        '<input id="token" name="token" type="password" autocomplete="off" required>'
+        '<button type="submit">Sign in</button></form>',
+        error=html('<p class="error" role="alert">$m</p>', m=message) if message else Markup(""),
+        csrf=token,
+        next=safe_next(request.query_params.get("next")),
+    )
+    response = layout("Sign in", body, session=None, status=status)
+    set_cookie(response, request, LOGIN_COOKIE, token, max_age=3600)
+    return response
+
+
+async def login_page(request: Request) -> Response:
+    """``GET /login``: the sign-in form, with a fresh double-submit token."""
+    return _login_form(request)
+
+
+async def login(request: Request) -> Response:
+    """``POST /login``: check the operator token, start a session, go where the form says."""
+    auth = console_auth(request)
+    try:
+        form = await auth.form(request)
+        raw, _ = await auth.log_in(request, form)
+    except RoundtableError as exc:
+        return _login_form(request, message=exc.message, status=exc.http_status)
+    response = RedirectResponse(safe_next(form.get("next")), status_code=303)
+    set_cookie(response, request, SESSION_COOKIE, raw, max_age=DEFAULT_SESSION_SECONDS)
+    response.delete_cookie(LOGIN_COOKIE, path="/", httponly=True, samesite="strict")
+    return response
