@@ -20,7 +20,7 @@ from typing import Any
 from store._ids import new_id, utc_now, utc_now_iso
 from store.config import ProjectConfig
 from store.db import Database
-from store.errors import Conflict, InternalError, InvalidArgument, RoundtableError
+from store.errors import Conflict, InternalError, RoundtableError
 from store.events import append_event
 from store.patches import (
     FileState,
@@ -34,9 +34,10 @@ from store.patches import (
     state_hash,
     write_rollback_artifact,
 )
-from store.work._proposals import load_proposal, proposal_view
+from store.work._proposals import proposal_view
+from store.work._records import Proposal, load_proposal
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
-from store.work._vocabulary import check_object_id
+from store.work._vocabulary import ProposalStatus, check_int, check_object_id
 
 __all__ = ["WorkspaceStore"]
 
@@ -64,12 +65,11 @@ class WorkspaceStore:
     def validate(self, *, proposal_id: object, version: object = None) -> Validation:
         """``patch.validate``: run every check on a version (default: the current one)."""
         id_v = check_object_id("proposal_id", proposal_id)
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise InvalidArgument("version must be a positive integer")
+        version_v = None if version is None else check_int("version", version, minimum=1)
 
         def read(conn: sqlite3.Connection) -> PatchVersion:
-            row = load_proposal(conn, id_v)
-            return get_version(conn, id_v, int(version or row["current_version"]))
+            proposal = load_proposal(conn, id_v)
+            return get_version(conn, id_v, version_v or proposal.current_version)
 
         return self._validate(self.db.read(read))
 
@@ -78,9 +78,9 @@ class WorkspaceStore:
         id_v = check_object_id("proposal_id", proposal_id)
 
         def read(conn: sqlite3.Connection) -> PatchVersion:
-            row = load_proposal(conn, id_v)
-            _require_consensus(conn, self.config, row)
-            return get_version(conn, id_v, int(row["current_version"]))
+            proposal = load_proposal(conn, id_v)
+            _require_consensus(conn, self.config, proposal)
+            return get_version(conn, id_v, proposal.current_version)
 
         checked = self._validate(self.db.read(read))
         version = checked.version
@@ -148,9 +148,9 @@ class WorkspaceStore:
         actor: str,
     ) -> None:
         version = checked.version
-        row = load_proposal(conn, version.proposal_id)
-        _require_consensus(conn, self.config, row)
-        if int(row["current_version"]) != version.version:
+        proposal = load_proposal(conn, version.proposal_id)
+        _require_consensus(conn, self.config, proposal)
+        if proposal.current_version != version.version:
             raise Conflict(f"proposal {version.proposal_id} got a new patch version; validate again")
         if conn.execute(
             "SELECT 1 FROM apply_transactions WHERE proposal_id = ? AND status IN ('applying', 'applied')",
@@ -176,8 +176,8 @@ class WorkspaceStore:
             conn,
             "proposal.apply_started",
             actor=actor,
-            task_id=row["task_id"],
-            proposal_id=row["id"],
+            task_id=proposal.task_id,
+            proposal_id=proposal.id,
             payload={
                 "transaction_id": txn_id,
                 "patch_version": version.version,
@@ -190,26 +190,29 @@ class WorkspaceStore:
         self, conn: sqlite3.Connection, checked: Validation, txn_id: str, after: str, actor: str
     ) -> dict[str, Any]:
         version = checked.version
-        row = load_proposal(conn, version.proposal_id)
-        if row["status"] != "accepted" or int(row["current_version"]) != version.version:
+        proposal = load_proposal(conn, version.proposal_id)
+        if proposal.status is not ProposalStatus.ACCEPTED or proposal.current_version != version.version:
             raise Conflict(
-                f"proposal {row['id']} changed ({row['status']}) while its patch was being applied"
+                f"proposal {proposal.id} changed ({proposal.status}) while its patch was being applied"
             )
         now = utc_now_iso()
+        applied = ProposalStatus.APPLIED
         conn.execute(
             "UPDATE apply_transactions SET status = 'applied', after_hash = ?, finished_at = ? WHERE id = ?",
             (after, now, txn_id),
         )
-        conn.execute("UPDATE proposals SET status = 'applied', updated_at = ? WHERE id = ?", (now, row["id"]))
-        close_open_round(conn, row["id"], "proposal applied")
-        leave_review(conn, row["id"], actor=actor, status="applied")
+        conn.execute(
+            "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?", (applied, now, proposal.id)
+        )
+        close_open_round(conn, proposal.id, "proposal applied")
+        leave_review(conn, proposal.id, actor=actor, status=applied)
         txn = _transaction(conn, txn_id)
         append_event(
             conn,
             "proposal.applied",
             actor=actor,
-            task_id=row["task_id"],
-            proposal_id=row["id"],
+            task_id=proposal.task_id,
+            proposal_id=proposal.id,
             payload={
                 "transaction_id": txn_id,
                 "patch_version": version.version,
@@ -220,7 +223,7 @@ class WorkspaceStore:
             },
         )
         return {
-            "proposal": proposal_view(conn, self.config, load_proposal(conn, row["id"])),
+            "proposal": proposal_view(conn, self.config, load_proposal(conn, proposal.id)),
             "transaction": txn,
             "checks": [c.to_dict() for c in checked.checks],
         }
@@ -239,12 +242,11 @@ class WorkspaceStore:
             "UPDATE apply_transactions SET status = ?, error = ?, finished_at = ? WHERE id = ?",
             ("rolled_back" if restored else "failed", error, utc_now_iso(), txn_id),
         )
-        row = load_proposal(conn, proposal_id)
         append_event(
             conn,
             "proposal.apply_failed",
             actor=actor,
-            task_id=row["task_id"],
+            task_id=load_proposal(conn, proposal_id).task_id,
             proposal_id=proposal_id,
             payload={
                 "transaction_id": txn_id,
@@ -304,13 +306,16 @@ class WorkspaceStore:
         return self.db.read(read)
 
 
-def _require_consensus(conn: sqlite3.Connection, config: ProjectConfig, row: sqlite3.Row) -> None:
-    if row["status"] == "applied":
-        raise Conflict(f"proposal {row['id']} is already applied")
-    if row["status"] != "accepted" or not evaluate_consensus(conn, config, row).reached:
+def _require_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal) -> None:
+    if proposal.status is ProposalStatus.APPLIED:
+        raise Conflict(f"proposal {proposal.id} is already applied")
+    if (
+        proposal.status is not ProposalStatus.ACCEPTED
+        or not evaluate_consensus(conn, config, proposal).reached
+    ):
         raise Conflict(
-            f"proposal {row['id']} has not reached consensus on its current patch version"
-            f" (status {row['status']})"
+            f"proposal {proposal.id} has not reached consensus on its current patch version"
+            f" (status {proposal.status})"
         )
 
 
