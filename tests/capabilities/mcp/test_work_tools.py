@@ -273,6 +273,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("vote.list", {"proposal_id": "P-missing"}, "not_found"),
     ("vote.list", {"proposal_id": "{proposal}", "patch_version": 0}, "invalid_argument"),
+    ("vote.list", {"proposal_id": "{proposal}", "patch_version": 2**63}, "invalid_argument"),
     ("decision.record", {"outcome": "noted", "rationale_md": "x"}, "invalid_argument"),
     (
         "decision.record",
@@ -298,6 +299,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("patch.reject", {"proposal_id": "P-missing", "reason_md": "no"}, "not_found"),
     ("patch.validate", {"proposal_id": "{proposal}", "version": 9}, "not_found"),
     ("patch.validate", {"proposal_id": "{proposal}", "version": "1"}, "invalid_argument"),
+    ("patch.validate", {"proposal_id": "{proposal}", "version": 2**63}, "invalid_argument"),
     ("patch.apply", {"proposal_id": "{proposal}"}, "conflict"),
     ("patch.apply", {"proposal_id": "P-missing"}, "not_found"),
 ]
