@@ -21,7 +21,6 @@ from store._ids import new_id, utc_now, utc_now_iso
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, InternalError, RoundtableError
-from store.events import append_event
 from store.patches import (
     FileState,
     PatchArtifactStore,
@@ -35,7 +34,15 @@ from store.patches import (
     write_rollback_artifact,
 )
 from store.work._proposals import proposal_view
-from store.work._records import Proposal, load_proposal
+from store.work._records import (
+    ApplyTransaction,
+    Proposal,
+    load_proposal,
+    load_transaction,
+    proposal_event,
+    set_status,
+    transaction_from_row,
+)
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
 from store.work._vocabulary import ProposalStatus, check_int, check_object_id
 
@@ -172,12 +179,11 @@ class WorkspaceStore:
                 utc_now_iso(),
             ),
         )
-        append_event(
+        proposal_event(
             conn,
             "proposal.apply_started",
+            proposal,
             actor=actor,
-            task_id=proposal.task_id,
-            proposal_id=proposal.id,
             payload={
                 "transaction_id": txn_id,
                 "patch_version": version.version,
@@ -196,35 +202,31 @@ class WorkspaceStore:
                 f"proposal {proposal.id} changed ({proposal.status}) while its patch was being applied"
             )
         now = utc_now_iso()
-        applied = ProposalStatus.APPLIED
         conn.execute(
             "UPDATE apply_transactions SET status = 'applied', after_hash = ?, finished_at = ? WHERE id = ?",
             (after, now, txn_id),
         )
-        conn.execute(
-            "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?", (applied, now, proposal.id)
-        )
+        set_status(conn, proposal.id, ProposalStatus.APPLIED, now=now)
         close_open_round(conn, proposal.id, "proposal applied")
-        leave_review(conn, proposal.id, actor=actor, status=applied)
-        txn = _transaction(conn, txn_id)
-        append_event(
+        leave_review(conn, proposal.id, actor=actor, status=ProposalStatus.APPLIED)
+        txn = load_transaction(conn, txn_id)
+        proposal_event(
             conn,
             "proposal.applied",
+            proposal,
             actor=actor,
-            task_id=proposal.task_id,
-            proposal_id=proposal.id,
             payload={
                 "transaction_id": txn_id,
                 "patch_version": version.version,
                 "patch_sha256": version.sha256,
-                "files": txn["files"],
-                "before_hash": txn["before_hash"],
+                "files": txn.files,
+                "before_hash": txn.before_hash,
                 "after_hash": after,
             },
         )
         return {
             "proposal": proposal_view(conn, self.config, load_proposal(conn, proposal.id)),
-            "transaction": txn,
+            "transaction": txn.to_dict(),
             "checks": [c.to_dict() for c in checked.checks],
         }
 
@@ -242,12 +244,11 @@ class WorkspaceStore:
             "UPDATE apply_transactions SET status = ?, error = ?, finished_at = ? WHERE id = ?",
             ("rolled_back" if restored else "failed", error, utc_now_iso(), txn_id),
         )
-        append_event(
+        proposal_event(
             conn,
             "proposal.apply_failed",
+            load_proposal(conn, proposal_id),
             actor=actor,
-            task_id=load_proposal(conn, proposal_id).task_id,
-            proposal_id=proposal_id,
             payload={
                 "transaction_id": txn_id,
                 "error": error,
@@ -263,47 +264,36 @@ class WorkspaceStore:
         another process (which takes milliseconds) is never disturbed.
         """
         cutoff = (utc_now() - timedelta(seconds=grace_seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        rows = self.db.read(
-            lambda conn: conn.execute(
-                "SELECT * FROM apply_transactions WHERE status = 'applying' AND started_at <= ?"
-                " ORDER BY started_at",
-                (cutoff,),
-            ).fetchall()
-        )
+        stuck = self._transactions("status = 'applying' AND started_at <= ?", cutoff)
         recovered = []
-        for row in rows:
+        for txn in stuck:
             files = self._files()
             try:
-                pre = read_rollback_artifact(self.root, row["id"])
+                pre = read_rollback_artifact(self.root, txn.id)
                 for path, state in sorted(pre.items()):
                     files.write(path, state)
-                restored = state_hash({path: files.read(path) for path in pre}) == row["before_hash"]
+                restored = state_hash({path: files.read(path) for path in pre}) == txn.before_hash
             except (OSError, ValueError, KeyError, RoundtableError):
                 restored = False
-            self._mark_interrupted(row, restored, actor)
-            recovered.append(
-                {"transaction_id": row["id"], "proposal_id": row["proposal_id"], "restored": restored}
-            )
+            self._mark_interrupted(txn, restored, actor)
+            recovered.append({"transaction_id": txn.id, "proposal_id": txn.proposal_id, "restored": restored})
         return recovered
 
-    def _mark_interrupted(self, row: sqlite3.Row, restored: bool, actor: str) -> None:
+    def _mark_interrupted(self, txn: ApplyTransaction, restored: bool, actor: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             error = "interrupted before it finished; recovered by gc"
-            self._fail(conn, row["proposal_id"], row["id"], error, restored, row["rollback_path"], actor)
+            self._fail(conn, txn.proposal_id, txn.id, error, restored, txn.rollback_path, actor)
 
         self.db.write(write)
 
     def transactions(self, proposal_id: str) -> list[dict[str, Any]]:
         """Every apply transaction of a proposal, oldest first."""
+        return [txn.to_dict() for txn in self._transactions("proposal_id = ?", proposal_id)]
 
-        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            rows = conn.execute(
-                "SELECT id FROM apply_transactions WHERE proposal_id = ? ORDER BY started_at, id",
-                (proposal_id,),
-            ).fetchall()
-            return [_transaction(conn, row["id"]) for row in rows]
-
-        return self.db.read(read)
+    def _transactions(self, where: str, value: str) -> list[ApplyTransaction]:
+        sql = f"SELECT * FROM apply_transactions WHERE {where} ORDER BY started_at, id"
+        rows = self.db.read(lambda conn: conn.execute(sql, (value,)).fetchall())
+        return [transaction_from_row(row) for row in rows]
 
 
 def _require_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal) -> None:
@@ -317,10 +307,3 @@ def _require_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal
             f"proposal {proposal.id} has not reached consensus on its current patch version"
             f" (status {proposal.status})"
         )
-
-
-def _transaction(conn: sqlite3.Connection, txn_id: str) -> dict[str, Any]:
-    row = conn.execute("SELECT * FROM apply_transactions WHERE id = ?", (txn_id,)).fetchone()
-    out = {key: row[key] for key in row.keys()}  # noqa: SIM118 - sqlite3.Row is not a mapping
-    out["files"] = json.loads(row["files"])
-    return out

@@ -24,7 +24,7 @@ from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound
 from store.events import append_event
 from store.work._proposals import proposal_view
-from store.work._records import Proposal, load_proposal
+from store.work._records import Proposal, load_proposal, proposal_event, set_status
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
 from store.work._tasks import load_task
 from store.work._vocabulary import (
@@ -141,18 +141,14 @@ class DecisionStore:
                 return decision, None
             new_status = _STATUS_OF.get(outcome_v)
             if new_status is not None:
-                conn.execute(
-                    "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?",
-                    (new_status, decision.created_at, proposal_v),
-                )
-                close_open_round(conn, str(proposal_v), f"proposal {new_status}")
-                leave_review(conn, str(proposal_v), actor=actor, status=new_status)
-                append_event(
+                set_status(conn, proposal.id, new_status, now=decision.created_at)
+                close_open_round(conn, proposal.id, f"proposal {new_status}")
+                leave_review(conn, proposal.id, actor=actor, status=new_status)
+                proposal_event(
                     conn,
                     f"proposal.{new_status}",
+                    proposal,
                     actor=actor,
-                    task_id=subject_task,
-                    proposal_id=proposal_v,
                     payload={
                         "from": proposal.status,
                         "decision_id": decision.id,
@@ -160,7 +156,7 @@ class DecisionStore:
                         "reason_md": rationale_v,
                     },
                 )
-            return decision, proposal_view(conn, self.config, load_proposal(conn, str(proposal_v)))
+            return decision, proposal_view(conn, self.config, load_proposal(conn, proposal.id))
 
         return self.db.write(write)
 

@@ -45,7 +45,7 @@ from store.work._vocabulary import (
     check_object_id,
     check_text,
     check_text_list,
-    page_limit,
+    page_query,
 )
 
 __all__ = ["ProposalStore", "check_author", "proposal_view"]
@@ -229,20 +229,11 @@ class ProposalStore:
         self, *, task_id: object = None, status: object = None, limit: object = None, cursor: object = None
     ) -> tuple[list[dict[str, Any]], str | None]:
         """``proposal.list``: oldest first, filtered, a page at a time."""
-        where = ["1"]
-        params: list[Any] = []
-        if task_id not in (None, ""):
-            where.append("task_id = ?")
-            params.append(check_object_id("task_id", task_id))
-        if status not in (None, ""):
-            where.append("status = ?")
-            params.append(check_choice("status", status, ProposalStatus))
-        if cursor not in (None, ""):
-            where.append("id > ?")
-            params.append(check_object_id("cursor", cursor))
-        count = page_limit(limit)
-        params.append(count + 1)
-        sql = f"SELECT * FROM proposals WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        filters = {
+            "task_id": None if task_id in (None, "") else check_object_id("task_id", task_id),
+            "status": None if status in (None, "") else check_choice("status", status, ProposalStatus),
+        }
+        sql, params, count = page_query("proposals", filters, cursor=cursor, limit=limit)
 
         def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             rows = conn.execute(sql, params).fetchall()

@@ -30,8 +30,7 @@ from store._ids import new_id, utc_now_iso
 from store._rows import as_dict, from_row
 from store.access import revoke_for_proposal_in
 from store.config import ProjectConfig
-from store.events import append_event
-from store.work._records import Proposal
+from store.work._records import Proposal, proposal_event, set_status
 from store.work._vocabulary import (
     ADVISORY_ROLE,
     REVIEWER_ROLE,
@@ -232,12 +231,11 @@ def open_round(
         " :voting_roles, :candidates, :advisory, :status, :opened_by, :opened_at)",
         {**as_dict(found), **{key: json.dumps(getattr(found, key)) for key in _JSON_COLUMNS}},
     )
-    append_event(
+    proposal_event(
         conn,
         "proposal.review_requested",
+        proposal,
         actor=actor,
-        task_id=proposal.task_id,
-        proposal_id=proposal.id,
         payload={"round": found.to_dict(), "reason": reason},
     )
     return found
@@ -323,16 +321,13 @@ def settle_status(
         new = ProposalStatus.IN_REVIEW
     if new is old:
         return old, consensus
-    conn.execute(
-        "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?", (new, utc_now_iso(), proposal.id)
-    )
-    common = {"task_id": proposal.task_id, "proposal_id": proposal.id}
+    set_status(conn, proposal.id, new)
     payload = {"from": old, "to": new, "consensus": consensus.to_dict()}
     if new is ProposalStatus.ACCEPTED:
-        append_event(conn, "proposal.accepted", actor=actor, **common, payload=payload)
+        proposal_event(conn, "proposal.accepted", proposal, actor=actor, payload=payload)
         leave_review(conn, proposal.id, actor=actor, status=new)
     elif old is ProposalStatus.ACCEPTED:
-        append_event(conn, "proposal.consensus_lost", actor=actor, **common, payload=payload)
+        proposal_event(conn, "proposal.consensus_lost", proposal, actor=actor, payload=payload)
     else:
-        append_event(conn, "proposal.status_changed", actor=actor, **common, payload=payload)
+        proposal_event(conn, "proposal.status_changed", proposal, actor=actor, payload=payload)
     return new, consensus

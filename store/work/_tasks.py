@@ -14,8 +14,8 @@ from typing import Any
 from store._ids import new_id, utc_now_iso
 from store._rows import as_dict, from_row
 from store.db import Database
-from store.errors import NotFound
 from store.events import append_event
+from store.work._records import fetch_row
 from store.work._vocabulary import (
     MAX_BODY_CHARS,
     MAX_TITLE_CHARS,
@@ -26,7 +26,7 @@ from store.work._vocabulary import (
     check_choice,
     check_object_id,
     check_text,
-    page_limit,
+    page_query,
 )
 
 __all__ = ["Task", "TaskStore", "task_from_row"]
@@ -65,10 +65,7 @@ def task_from_row(row: sqlite3.Row) -> Task:
 
 def load_task(conn: sqlite3.Connection, task_id: str) -> Task:
     """One task on an open connection, or :class:`NotFound`."""
-    row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"task {task_id} does not exist")
-    return task_from_row(row)
+    return task_from_row(fetch_row(conn, "tasks", "task", task_id))
 
 
 class TaskStore:
@@ -134,17 +131,8 @@ class TaskStore:
         self, *, status: object = None, limit: object = None, cursor: object = None
     ) -> tuple[list[Task], str | None]:
         """Tasks oldest first (IDs sort by creation time), a page at a time; the next cursor or ``None``."""
-        where = ["1"]
-        params: list[Any] = []
-        if status not in (None, ""):
-            where.append("status = ?")
-            params.append(check_choice("status", status, TaskStatus))
-        if cursor not in (None, ""):
-            where.append("id > ?")
-            params.append(check_object_id("cursor", cursor))
-        count = page_limit(limit)
-        params.append(count + 1)
-        sql = f"SELECT * FROM tasks WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        filters = {"status": None if status in (None, "") else check_choice("status", status, TaskStatus)}
+        sql, params, count = page_query("tasks", filters, cursor=cursor, limit=limit)
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
         tasks = [task_from_row(row) for row in rows[:count]]
         return tasks, (tasks[-1].id if len(rows) > count else None)

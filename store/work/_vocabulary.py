@@ -11,6 +11,7 @@ and SQLite rows hold the plain string.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeVar
 
@@ -45,6 +46,7 @@ __all__ = [
     "check_text",
     "check_text_list",
     "page_limit",
+    "page_query",
 ]
 
 MAX_TITLE_CHARS = 1_000
@@ -203,6 +205,28 @@ def page_limit(value: object, *, default: int = 50, maximum: int = 500) -> int:
     if value is None:
         return default
     return check_int("limit", value, minimum=1, maximum=maximum)
+
+
+def page_query(
+    table: str, filters: Mapping[str, str | None], *, cursor: object, limit: object
+) -> tuple[str, list[Any], int]:
+    """One page of ``table``, oldest first (IDs sort by creation time): its SQL, parameters and size.
+
+    ``filters`` maps a column to its checked value (``None``: no filter). The query asks for one row
+    more than the page, so the caller knows whether a next page exists.
+    """
+    where = ["1"]
+    params: list[Any] = []
+    for column, value in filters.items():
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if cursor not in (None, ""):
+        where.append("id > ?")
+        params.append(check_object_id("cursor", cursor))
+    count = page_limit(limit)
+    params.append(count + 1)
+    return f"SELECT * FROM {table} WHERE {' AND '.join(where)} ORDER BY id LIMIT ?", params, count
 
 
 def json_list(value: Any) -> list[Any]:

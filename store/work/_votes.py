@@ -20,10 +20,9 @@ from store._rows import as_dict
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, Forbidden, InvalidArgument
-from store.events import append_event
 from store.patches import get_version
 from store.work._proposals import proposal_view
-from store.work._records import Proposal, load_proposal
+from store.work._records import Proposal, load_proposal, proposal_event, set_status
 from store.work._rounds import (
     Ballot,
     Consensus,
@@ -99,10 +98,7 @@ class ReviewStore:
             review = open_round(
                 conn, self.config, proposal, files=list(version.files), actor=actor, reason="requested"
             )
-            conn.execute(
-                "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?",
-                (ProposalStatus.IN_REVIEW, utc_now_iso(), id_v),
-            )
+            set_status(conn, id_v, ProposalStatus.IN_REVIEW)
             settle_status(conn, self.config, load_proposal(conn, id_v), actor=actor)
             return proposal_view(conn, self.config, load_proposal(conn, id_v)), review
 
@@ -161,12 +157,11 @@ class ReviewStore:
                 " :role, :patch_version, :vote, :reason_md, :replaces, :actor, :created_at)",
                 as_dict(cast),
             )
-            append_event(
+            proposal_event(
                 conn,
                 "vote.cast",
+                proposal,
                 actor=actor,
-                task_id=proposal.task_id,
-                proposal_id=id_v,
                 payload={
                     "vote_id": cast.id,
                     "agent_id": agent_v,

@@ -14,7 +14,7 @@ from store.work import ProposalStatus, Vote
 from store.work._vocabulary import INT64_MAX, INT64_MIN, check_choice, check_int
 from supervisor import Supervisor
 from supervisor.docker import Launcher
-from tests.store.work_helpers import DIFF, DIFF_V2, new_task, seed_files
+from tests.store.work_helpers import DIFF, DIFF_V2, mint_oracle_grant, new_task, seed_files
 
 STATUSES = list(ProposalStatus)
 
@@ -41,14 +41,7 @@ def _proposal_in(store: Store, status: ProposalStatus) -> str:
 
 def _grant_refused(store: Store, proposal_id: str) -> bool:
     try:
-        store.grants.mint_grant(
-            proposal_id=proposal_id,
-            role="memory_oracle",
-            agent_id="memory-oracle-1",
-            tools=frozenset({"task.history"}),
-            ttl_seconds=60,
-            actor="op",
-        )
+        mint_oracle_grant(store, proposal_id, "task.history")
     except Conflict:
         return True
     return False
