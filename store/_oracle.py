@@ -31,7 +31,7 @@ from store.errors import Forbidden, InvalidArgument, InvalidCitation, NotFound
 from store.events import append_event, event_from_row
 from store.memory import entry_from_row
 from store.patches import PatchVersion, get_version
-from store.work import decision_from_row, load_proposal, load_task, proposal_view
+from store.work import Proposal, decision_from_row, load_proposal, load_task, proposal_view
 
 __all__ = [
     "HISTORY_LIMIT",
@@ -82,9 +82,9 @@ def _cut(rows: list[Any]) -> tuple[list[Any], bool]:
     return rows[:HISTORY_LIMIT], len(rows) > HISTORY_LIMIT
 
 
-def _check_binding(conn: sqlite3.Connection, binding: OracleBinding) -> sqlite3.Row:
+def _check_binding(conn: sqlite3.Connection, binding: OracleBinding) -> Proposal:
     proposal = load_proposal(conn, binding.proposal_id)
-    if proposal["task_id"] != binding.task_id:  # a grant row is immutable; this is a tampered DB
+    if proposal.task_id != binding.task_id:  # a grant row is immutable; this is a tampered DB
         raise Forbidden(f"proposal {binding.proposal_id} does not belong to task {binding.task_id}")
     return proposal
 
@@ -149,7 +149,7 @@ def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: Oracl
 def current_patch(conn: sqlite3.Connection, binding: OracleBinding) -> PatchVersion:
     """The current patch version of the grant's proposal."""
     proposal = _check_binding(conn, binding)
-    version = int(proposal["current_version"])
+    version = proposal.current_version
     if version < 1:
         raise NotFound(f"proposal {binding.proposal_id} has no patch yet")
     return get_version(conn, binding.proposal_id, version)

@@ -35,6 +35,7 @@ from store import Store
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
 from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
+from store.work import ProposalStatus
 from supervisor.docker import DockerLauncher, Launcher
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
@@ -48,7 +49,6 @@ ROLES = ("memory_oracle",)
 
 _ACTOR = "supervisor"
 _GRANT_MARGIN_SECONDS = 60
-_CLOSED = frozenset({"accepted", "rejected", "withdrawn", "applied"})
 _CLEANUP_SECONDS = 30.0
 _log = structlog.get_logger("roundtable.supervisor")
 
@@ -163,7 +163,7 @@ class Supervisor:
         if not 0 < deadline <= 86400:
             raise InvalidArgument("timeout must be between 0 and 86400 seconds")
         proposal = await self.store.db.run(self.store.proposals.get, proposal_id)
-        if proposal["status"] in _CLOSED:
+        if ProposalStatus(proposal["status"]) in ProposalStatus.CLOSED_TO_LAUNCHES:
             raise Conflict(
                 f"proposal {proposal_id} is {proposal['status']}; the oracle reviews open proposals"
             )

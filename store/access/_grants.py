@@ -73,8 +73,6 @@ __all__ = [
 PROJECT_SCOPE = "project"
 DEFAULT_GRANT_TTL_SECONDS = 900
 _LABEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
-# Proposals in these states can no longer be reviewed, so no capability is minted for them.
-_CLOSED_PROPOSAL_STATES = frozenset({"accepted", "rejected", "withdrawn", "applied"})
 
 
 def _check_label(name: str, value: object) -> str:
@@ -100,7 +98,9 @@ def _proposal_task(conn: sqlite3.Connection, proposal_id: str) -> str:
         raise NotFound(f"proposal {proposal_id} does not exist") from exc
     if row is None:
         raise NotFound(f"proposal {proposal_id} does not exist")
-    if str(row["status"]) in _CLOSED_PROPOSAL_STATES:
+    from store.work import ProposalStatus  # late: store.work imports store.access
+
+    if row["status"] in ProposalStatus.CLOSED_TO_LAUNCHES:
         raise Conflict(f"proposal {proposal_id} is {row['status']}; no capability is granted for it")
     return str(row["task_id"])
 

@@ -6,9 +6,9 @@ A launch moves through :class:`LaunchStatus` along the edges of :data:`TRANSITIO
         │             │
         └─────────────┴──> failed | cancelled
 
-:mod:`store.launches._store` enforces the table when it moves a row. This module also holds the bounds a
-row's fields are kept within: labels are short non-blank strings, the log tail is bounded
-(:data:`MAX_LOG_TAIL_BYTES`, the end is kept) and so are reasons and errors.
+:mod:`store.launches._store` enforces the table when it moves a row. This module also holds the
+bounds a row's fields are kept within: IDs and names are labels (:func:`~store._text.check_label`),
+the log tail is bounded (:data:`MAX_LOG_TAIL_BYTES`, the end is kept) and so are reasons and errors.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from store._text import MAX_LABEL_CHARS
-from store.errors import InvalidArgument
+from store._rows import as_dict, from_row
+from store._text import MAX_LABEL_CHARS, check_label, check_text
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -32,6 +32,7 @@ __all__ = [
     "Launch",
     "LaunchStatus",
     "bounded_tail",
+    "check_image",
     "check_label",
     "check_optional_label",
     "launch_from_row",
@@ -102,24 +103,7 @@ class Launch:
 
     def to_dict(self, *, with_log: bool = False) -> dict[str, Any]:
         """The JSON shape used by every interface; the log tail only when asked for."""
-        out: dict[str, Any] = {
-            "id": self.id,
-            "role": self.role,
-            "agent_id": self.agent_id,
-            "proposal_id": self.proposal_id,
-            "task_id": self.task_id,
-            "image": self.image,
-            "container_id": self.container_id,
-            "status": str(self.status),
-            "exit_code": self.exit_code,
-            "reason": self.reason,
-            "error": self.error,
-            "requested_at": self.requested_at,
-            "started_at": self.started_at,
-            "ended_at": self.ended_at,
-            "provider": self.provider,
-            "usage": self.usage,
-        }
+        out = as_dict(self, exclude=("updated_at", "log_tail", "owner"))
         if with_log:
             out["log_tail"] = self.log_tail
         return out
@@ -127,27 +111,8 @@ class Launch:
 
 def launch_from_row(row: sqlite3.Row) -> Launch:
     """The :class:`Launch` a ``role_launches`` row holds."""
-    return Launch(
-        id=row["id"],
-        role=row["role"],
-        agent_id=row["agent_id"],
-        proposal_id=row["proposal_id"],
-        task_id=row["task_id"],
-        image=row["image"],
-        container_id=row["container_id"],
-        status=LaunchStatus(row["status"]),
-        exit_code=row["exit_code"],
-        reason=row["reason"],
-        error=row["error"],
-        requested_at=row["requested_at"],
-        started_at=row["started_at"],
-        ended_at=row["ended_at"],
-        updated_at=row["updated_at"],
-        log_tail=row["log_tail"],
-        provider=row["provider"],
-        usage=json.loads(row["usage"]) if row["usage"] else None,
-        owner=row["owner"],
-    )
+    usage = json.loads(row["usage"]) if row["usage"] else None
+    return from_row(Launch, row, status=LaunchStatus(row["status"]), usage=usage)
 
 
 def bounded_tail(text: str, limit: int = MAX_LOG_TAIL_BYTES) -> str:
@@ -158,18 +123,14 @@ def bounded_tail(text: str, limit: int = MAX_LOG_TAIL_BYTES) -> str:
     return raw[-limit:].decode("utf-8", errors="ignore")
 
 
-def check_label(name: str, value: object) -> str:
-    """``value`` if it is a non-blank string of at most :data:`MAX_LABEL_CHARS`, without NUL."""
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidArgument(f"{name} must be a non-blank string")
-    if len(value) > MAX_LABEL_CHARS or "\x00" in value:
-        raise InvalidArgument(f"{name} must be at most {MAX_LABEL_CHARS} characters, without NUL")
-    return value
-
-
 def check_optional_label(name: str, value: object) -> str | None:
-    """``None``, or ``value`` checked by :func:`check_label`."""
+    """``None``, or ``value`` checked by :func:`~store._text.check_label` (an ID or a name)."""
     return None if value is None else check_label(name, value)
+
+
+def check_image(value: object) -> str:
+    """An image reference (``name:tag``, ``registry/name@sha256:...``): short text, no control characters."""
+    return check_text("image", value, limit=MAX_LABEL_CHARS)
 
 
 def truncate(value: str | None, limit: int) -> str | None:

@@ -41,6 +41,7 @@ from store.launches._records import (
     Launch,
     LaunchStatus,
     bounded_tail,
+    check_image,
     check_label,
     check_optional_label,
     launch_from_row,
@@ -129,7 +130,7 @@ class LaunchStore:
             "role": check_label("role", role),
             "agent_id": check_label("agent_id", agent_id),
             "proposal_id": check_label("proposal_id", proposal_id),
-            "image": check_label("image", image),
+            "image": check_image(image),
             "task_id": check_optional_label("task_id", task_id),
             "provider": check_optional_label("provider", provider),
             "owner": check_optional_label("owner", owner),
@@ -248,13 +249,13 @@ class LaunchStore:
                 [str(s) for s in ACTIVE_STATUSES],
             ).fetchall()
             return [
-                self._move_in(
-                    conn,
+                self._move(
                     row["id"],
                     LaunchStatus.FAILED,
                     "role.failed",
                     {"ended_at": None, "reason": reason},
                     {"status": "failed", "exit_code": None, "reason": reason},
+                    conn,
                 )
                 for row in rows
                 if row["id"] not in kept
@@ -277,22 +278,15 @@ class LaunchStore:
         event: str,
         columns: dict[str, Any],
         payload: dict[str, Any],
-    ) -> Launch:
-        return self.db.write(lambda conn: self._move_in(conn, launch_id, to, event, columns, payload))
-
-    def _move_in(
-        self,
-        conn: sqlite3.Connection,
-        launch_id: str,
-        to: LaunchStatus,
-        event: str,
-        columns: dict[str, Any],
-        payload: dict[str, Any],
+        conn: sqlite3.Connection | None = None,
     ) -> Launch:
         """Check the move against :data:`TRANSITIONS`, update the row and append the event.
 
-        A column given as ``None`` among the timestamp columns means "now".
+        In the caller's transaction ``conn``, else in a new one. A column given as ``None`` among
+        the timestamp columns means "now".
         """
+        if conn is None:
+            return self.db.write(lambda c: self._move(launch_id, to, event, columns, payload, c))
         current = self._row(conn, launch_id)
         if to not in TRANSITIONS[current.status]:
             raise Conflict(f"launch {launch_id} is {current.status}; it cannot become {to}")

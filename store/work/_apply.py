@@ -20,8 +20,7 @@ from typing import Any
 from store._ids import new_id, utc_now, utc_now_iso
 from store.config import ProjectConfig
 from store.db import Database
-from store.errors import Conflict, InternalError, InvalidArgument, RoundtableError
-from store.events import append_event
+from store.errors import Conflict, InternalError, RoundtableError
 from store.patches import (
     FileState,
     PatchArtifactStore,
@@ -34,9 +33,18 @@ from store.patches import (
     state_hash,
     write_rollback_artifact,
 )
-from store.work._proposals import load_proposal, proposal_view
+from store.work._proposals import proposal_view
+from store.work._records import (
+    ApplyTransaction,
+    Proposal,
+    load_proposal,
+    load_transaction,
+    proposal_event,
+    set_status,
+    transaction_from_row,
+)
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
-from store.work._vocabulary import check_object_id
+from store.work._vocabulary import ProposalStatus, check_int, check_object_id
 
 __all__ = ["WorkspaceStore"]
 
@@ -64,12 +72,11 @@ class WorkspaceStore:
     def validate(self, *, proposal_id: object, version: object = None) -> Validation:
         """``patch.validate``: run every check on a version (default: the current one)."""
         id_v = check_object_id("proposal_id", proposal_id)
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise InvalidArgument("version must be a positive integer")
+        version_v = None if version is None else check_int("version", version, minimum=1)
 
         def read(conn: sqlite3.Connection) -> PatchVersion:
-            row = load_proposal(conn, id_v)
-            return get_version(conn, id_v, int(version or row["current_version"]))
+            proposal = load_proposal(conn, id_v)
+            return get_version(conn, id_v, version_v or proposal.current_version)
 
         return self._validate(self.db.read(read))
 
@@ -78,9 +85,9 @@ class WorkspaceStore:
         id_v = check_object_id("proposal_id", proposal_id)
 
         def read(conn: sqlite3.Connection) -> PatchVersion:
-            row = load_proposal(conn, id_v)
-            _require_consensus(conn, self.config, row)
-            return get_version(conn, id_v, int(row["current_version"]))
+            proposal = load_proposal(conn, id_v)
+            _require_consensus(conn, self.config, proposal)
+            return get_version(conn, id_v, proposal.current_version)
 
         checked = self._validate(self.db.read(read))
         version = checked.version
@@ -148,9 +155,9 @@ class WorkspaceStore:
         actor: str,
     ) -> None:
         version = checked.version
-        row = load_proposal(conn, version.proposal_id)
-        _require_consensus(conn, self.config, row)
-        if int(row["current_version"]) != version.version:
+        proposal = load_proposal(conn, version.proposal_id)
+        _require_consensus(conn, self.config, proposal)
+        if proposal.current_version != version.version:
             raise Conflict(f"proposal {version.proposal_id} got a new patch version; validate again")
         if conn.execute(
             "SELECT 1 FROM apply_transactions WHERE proposal_id = ? AND status IN ('applying', 'applied')",
@@ -172,12 +179,11 @@ class WorkspaceStore:
                 utc_now_iso(),
             ),
         )
-        append_event(
+        proposal_event(
             conn,
             "proposal.apply_started",
+            proposal,
             actor=actor,
-            task_id=row["task_id"],
-            proposal_id=row["id"],
             payload={
                 "transaction_id": txn_id,
                 "patch_version": version.version,
@@ -190,38 +196,37 @@ class WorkspaceStore:
         self, conn: sqlite3.Connection, checked: Validation, txn_id: str, after: str, actor: str
     ) -> dict[str, Any]:
         version = checked.version
-        row = load_proposal(conn, version.proposal_id)
-        if row["status"] != "accepted" or int(row["current_version"]) != version.version:
+        proposal = load_proposal(conn, version.proposal_id)
+        if proposal.status is not ProposalStatus.ACCEPTED or proposal.current_version != version.version:
             raise Conflict(
-                f"proposal {row['id']} changed ({row['status']}) while its patch was being applied"
+                f"proposal {proposal.id} changed ({proposal.status}) while its patch was being applied"
             )
         now = utc_now_iso()
         conn.execute(
             "UPDATE apply_transactions SET status = 'applied', after_hash = ?, finished_at = ? WHERE id = ?",
             (after, now, txn_id),
         )
-        conn.execute("UPDATE proposals SET status = 'applied', updated_at = ? WHERE id = ?", (now, row["id"]))
-        close_open_round(conn, row["id"], "proposal applied")
-        leave_review(conn, row["id"], actor=actor, status="applied")
-        txn = _transaction(conn, txn_id)
-        append_event(
+        set_status(conn, proposal.id, ProposalStatus.APPLIED, now=now)
+        close_open_round(conn, proposal.id, "proposal applied")
+        leave_review(conn, proposal.id, actor=actor, status=ProposalStatus.APPLIED)
+        txn = load_transaction(conn, txn_id)
+        proposal_event(
             conn,
             "proposal.applied",
+            proposal,
             actor=actor,
-            task_id=row["task_id"],
-            proposal_id=row["id"],
             payload={
                 "transaction_id": txn_id,
                 "patch_version": version.version,
                 "patch_sha256": version.sha256,
-                "files": txn["files"],
-                "before_hash": txn["before_hash"],
+                "files": txn.files,
+                "before_hash": txn.before_hash,
                 "after_hash": after,
             },
         )
         return {
-            "proposal": proposal_view(conn, self.config, load_proposal(conn, row["id"])),
-            "transaction": txn,
+            "proposal": proposal_view(conn, self.config, load_proposal(conn, proposal.id)),
+            "transaction": txn.to_dict(),
             "checks": [c.to_dict() for c in checked.checks],
         }
 
@@ -239,13 +244,11 @@ class WorkspaceStore:
             "UPDATE apply_transactions SET status = ?, error = ?, finished_at = ? WHERE id = ?",
             ("rolled_back" if restored else "failed", error, utc_now_iso(), txn_id),
         )
-        row = load_proposal(conn, proposal_id)
-        append_event(
+        proposal_event(
             conn,
             "proposal.apply_failed",
+            load_proposal(conn, proposal_id),
             actor=actor,
-            task_id=row["task_id"],
-            proposal_id=proposal_id,
             payload={
                 "transaction_id": txn_id,
                 "error": error,
@@ -261,61 +264,46 @@ class WorkspaceStore:
         another process (which takes milliseconds) is never disturbed.
         """
         cutoff = (utc_now() - timedelta(seconds=grace_seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        rows = self.db.read(
-            lambda conn: conn.execute(
-                "SELECT * FROM apply_transactions WHERE status = 'applying' AND started_at <= ?"
-                " ORDER BY started_at",
-                (cutoff,),
-            ).fetchall()
-        )
+        stuck = self._transactions("status = 'applying' AND started_at <= ?", cutoff)
         recovered = []
-        for row in rows:
+        for txn in stuck:
             files = self._files()
             try:
-                pre = read_rollback_artifact(self.root, row["id"])
+                pre = read_rollback_artifact(self.root, txn.id)
                 for path, state in sorted(pre.items()):
                     files.write(path, state)
-                restored = state_hash({path: files.read(path) for path in pre}) == row["before_hash"]
+                restored = state_hash({path: files.read(path) for path in pre}) == txn.before_hash
             except (OSError, ValueError, KeyError, RoundtableError):
                 restored = False
-            self._mark_interrupted(row, restored, actor)
-            recovered.append(
-                {"transaction_id": row["id"], "proposal_id": row["proposal_id"], "restored": restored}
-            )
+            self._mark_interrupted(txn, restored, actor)
+            recovered.append({"transaction_id": txn.id, "proposal_id": txn.proposal_id, "restored": restored})
         return recovered
 
-    def _mark_interrupted(self, row: sqlite3.Row, restored: bool, actor: str) -> None:
+    def _mark_interrupted(self, txn: ApplyTransaction, restored: bool, actor: str) -> None:
         def write(conn: sqlite3.Connection) -> None:
             error = "interrupted before it finished; recovered by gc"
-            self._fail(conn, row["proposal_id"], row["id"], error, restored, row["rollback_path"], actor)
+            self._fail(conn, txn.proposal_id, txn.id, error, restored, txn.rollback_path, actor)
 
         self.db.write(write)
 
     def transactions(self, proposal_id: str) -> list[dict[str, Any]]:
         """Every apply transaction of a proposal, oldest first."""
+        return [txn.to_dict() for txn in self._transactions("proposal_id = ?", proposal_id)]
 
-        def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-            rows = conn.execute(
-                "SELECT id FROM apply_transactions WHERE proposal_id = ? ORDER BY started_at, id",
-                (proposal_id,),
-            ).fetchall()
-            return [_transaction(conn, row["id"]) for row in rows]
-
-        return self.db.read(read)
+    def _transactions(self, where: str, value: str) -> list[ApplyTransaction]:
+        sql = f"SELECT * FROM apply_transactions WHERE {where} ORDER BY started_at, id"
+        rows = self.db.read(lambda conn: conn.execute(sql, (value,)).fetchall())
+        return [transaction_from_row(row) for row in rows]
 
 
-def _require_consensus(conn: sqlite3.Connection, config: ProjectConfig, row: sqlite3.Row) -> None:
-    if row["status"] == "applied":
-        raise Conflict(f"proposal {row['id']} is already applied")
-    if row["status"] != "accepted" or not evaluate_consensus(conn, config, row).reached:
+def _require_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal) -> None:
+    if proposal.status is ProposalStatus.APPLIED:
+        raise Conflict(f"proposal {proposal.id} is already applied")
+    if (
+        proposal.status is not ProposalStatus.ACCEPTED
+        or not evaluate_consensus(conn, config, proposal).reached
+    ):
         raise Conflict(
-            f"proposal {row['id']} has not reached consensus on its current patch version"
-            f" (status {row['status']})"
+            f"proposal {proposal.id} has not reached consensus on its current patch version"
+            f" (status {proposal.status})"
         )
-
-
-def _transaction(conn: sqlite3.Connection, txn_id: str) -> dict[str, Any]:
-    row = conn.execute("SELECT * FROM apply_transactions WHERE id = ?", (txn_id,)).fetchone()
-    out = {key: row[key] for key in row.keys()}  # noqa: SIM118 - sqlite3.Row is not a mapping
-    out["files"] = json.loads(row["files"])
-    return out

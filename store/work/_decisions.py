@@ -18,17 +18,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
+from store._rows import as_dict, from_row
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound
 from store.events import append_event
-from store.work._proposals import load_proposal, proposal_view
+from store.work._proposals import proposal_view
+from store.work._records import Proposal, load_proposal, proposal_event, set_status
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
 from store.work._tasks import load_task
 from store.work._vocabulary import (
-    DECISION_OUTCOMES,
     MAX_BODY_CHARS,
-    TERMINAL_STATUSES,
+    DecisionOutcome,
+    ProposalStatus,
     check_choice,
     check_object_id,
     check_text,
@@ -44,7 +46,7 @@ class Decision:
     id: str
     task_id: str
     proposal_id: str | None
-    outcome: str
+    outcome: DecisionOutcome
     rationale_md: str
     patch_version: int | None
     supersedes: str | None
@@ -53,35 +55,22 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by every interface."""
-        return {
-            "id": self.id,
-            "task_id": self.task_id,
-            "proposal_id": self.proposal_id,
-            "outcome": self.outcome,
-            "rationale_md": self.rationale_md,
-            "patch_version": self.patch_version,
-            "supersedes": self.supersedes,
-            "decided_by": self.decided_by,
-            "created_at": self.created_at,
-        }
+        return as_dict(self)
 
 
 def decision_from_row(row: sqlite3.Row) -> Decision:
     """Build a :class:`Decision` from a ``decisions`` row."""
-    return Decision(
-        id=row["id"],
-        task_id=row["task_id"],
-        proposal_id=row["proposal_id"],
-        outcome=row["outcome"],
-        rationale_md=row["rationale_md"],
-        patch_version=row["patch_version"],
-        supersedes=row["supersedes"],
-        decided_by=row["decided_by"],
-        created_at=row["created_at"],
-    )
+    return from_row(Decision, row, outcome=DecisionOutcome(row["outcome"]))
 
 
-_STATUS_OF = {"rejected": "rejected", "withdrawn": "withdrawn"}
+_STATUS_OF = {
+    DecisionOutcome.REJECTED: ProposalStatus.REJECTED,
+    DecisionOutcome.WITHDRAWN: ProposalStatus.WITHDRAWN,
+}
+"""The outcomes that close a proposal, and the status each one gives it."""
+
+_ABOUT_A_PROPOSAL = frozenset({DecisionOutcome.ACCEPTED, *_STATUS_OF})
+"""The outcomes a decision about a task alone may not have."""
 
 
 class DecisionStore:
@@ -102,23 +91,23 @@ class DecisionStore:
         actor: str,
     ) -> tuple[Decision, dict[str, Any] | None]:
         """``decision.record``: a new immutable decision; returns it and the proposal view (if any)."""
-        outcome_v = check_choice("outcome", outcome, DECISION_OUTCOMES)
+        outcome_v = check_choice("outcome", outcome, DecisionOutcome)
         rationale_v = check_text("rationale_md", rationale_md, limit=MAX_BODY_CHARS)
         proposal_v = None if proposal_id in (None, "") else check_object_id("proposal_id", proposal_id)
         task_v = None if task_id in (None, "") else check_object_id("task_id", task_id)
         supersedes_v = None if supersedes in (None, "") else check_object_id("supersedes", supersedes)
         if proposal_v is None and task_v is None:
             raise InvalidArgument("name the proposal_id or the task_id the decision is about")
-        if proposal_v is None and outcome_v in ("accepted", "rejected", "withdrawn"):
+        if proposal_v is None and outcome_v in _ABOUT_A_PROPOSAL:
             raise InvalidArgument(f"a {outcome_v!r} decision is about a proposal: give proposal_id")
 
         def write(conn: sqlite3.Connection) -> tuple[Decision, dict[str, Any] | None]:
             proposal = load_proposal(conn, proposal_v) if proposal_v else None
-            if proposal is not None and task_v is not None and proposal["task_id"] != task_v:
+            if proposal is not None and task_v is not None and proposal.task_id != task_v:
                 raise InvalidArgument(
-                    f"proposal {proposal_v} belongs to task {proposal['task_id']}, not {task_v}"
+                    f"proposal {proposal_v} belongs to task {proposal.task_id}, not {task_v}"
                 )
-            subject_task = proposal["task_id"] if proposal is not None else load_task(conn, str(task_v)).id
+            subject_task = proposal.task_id if proposal is not None else load_task(conn, str(task_v)).id
             if supersedes_v is not None:
                 _check_supersedes(conn, supersedes_v, subject_task, proposal_v)
             if proposal is not None:
@@ -129,25 +118,16 @@ class DecisionStore:
                 proposal_id=proposal_v,
                 outcome=outcome_v,
                 rationale_md=rationale_v,
-                patch_version=int(proposal["current_version"]) if proposal is not None else None,
+                patch_version=proposal.current_version if proposal is not None else None,
                 supersedes=supersedes_v,
                 decided_by=actor,
                 created_at=utc_now_iso(),
             )
             conn.execute(
                 "INSERT INTO decisions (id, task_id, proposal_id, outcome, rationale_md, patch_version,"
-                " supersedes, decided_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    decision.id,
-                    decision.task_id,
-                    decision.proposal_id,
-                    decision.outcome,
-                    decision.rationale_md,
-                    decision.patch_version,
-                    decision.supersedes,
-                    decision.decided_by,
-                    decision.created_at,
-                ),
+                " supersedes, decided_by, created_at) VALUES (:id, :task_id, :proposal_id, :outcome,"
+                " :rationale_md, :patch_version, :supersedes, :decided_by, :created_at)",
+                as_dict(decision),
             )
             append_event(
                 conn,
@@ -161,26 +141,22 @@ class DecisionStore:
                 return decision, None
             new_status = _STATUS_OF.get(outcome_v)
             if new_status is not None:
-                conn.execute(
-                    "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?",
-                    (new_status, decision.created_at, proposal_v),
-                )
-                close_open_round(conn, str(proposal_v), f"proposal {new_status}")
-                leave_review(conn, str(proposal_v), actor=actor, status=new_status)
-                append_event(
+                set_status(conn, proposal.id, new_status, now=decision.created_at)
+                close_open_round(conn, proposal.id, f"proposal {new_status}")
+                leave_review(conn, proposal.id, actor=actor, status=new_status)
+                proposal_event(
                     conn,
                     f"proposal.{new_status}",
+                    proposal,
                     actor=actor,
-                    task_id=subject_task,
-                    proposal_id=proposal_v,
                     payload={
-                        "from": proposal["status"],
+                        "from": proposal.status,
                         "decision_id": decision.id,
                         "patch_version": decision.patch_version,
                         "reason_md": rationale_v,
                     },
                 )
-            return decision, proposal_view(conn, self.config, load_proposal(conn, str(proposal_v)))
+            return decision, proposal_view(conn, self.config, load_proposal(conn, proposal.id))
 
         return self.db.write(write)
 
@@ -191,7 +167,7 @@ class DecisionStore:
         if proposal_id in (None, ""):
             raise InvalidArgument("proposal_id must not be blank")
         decision, view = self.record(
-            outcome="rejected", rationale_md=reason_md, proposal_id=proposal_id, actor=actor
+            outcome=DecisionOutcome.REJECTED, rationale_md=reason_md, proposal_id=proposal_id, actor=actor
         )
         assert view is not None
         return decision, view
@@ -221,10 +197,9 @@ def _check_supersedes(
 
 
 def _check_effect(
-    conn: sqlite3.Connection, config: ProjectConfig, proposal: sqlite3.Row, outcome: str
+    conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal, outcome: DecisionOutcome
 ) -> None:
-    status = proposal["status"]
-    if outcome in _STATUS_OF and status in TERMINAL_STATUSES:
-        raise Conflict(f"proposal {proposal['id']} is already {status}")
-    if outcome == "accepted" and not evaluate_consensus(conn, config, proposal).reached:
-        raise Conflict(f"proposal {proposal['id']} has not reached consensus on its current patch version")
+    if outcome in _STATUS_OF and proposal.status in ProposalStatus.TERMINAL:
+        raise Conflict(f"proposal {proposal.id} is already {proposal.status}")
+    if outcome is DecisionOutcome.ACCEPTED and not evaluate_consensus(conn, config, proposal).reached:
+        raise Conflict(f"proposal {proposal.id} has not reached consensus on its current patch version")

@@ -18,11 +18,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from store._ids import new_id, utc_now_iso
+from store._rows import as_dict
 from store.config import ProjectConfig
 from store.db import Database
-from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
+from store.errors import Conflict, Forbidden, InvalidArgument
 from store.events import append_event
 from store.patches import PatchArtifactStore, PatchVersion, StagedPatch, list_versions, parse_diff
+from store.work._records import Proposal, load_proposal, proposal_from_row
 from store.work._rounds import (
     close_open_round,
     counting_votes,
@@ -36,55 +38,35 @@ from store.work._vocabulary import (
     ADVISORY_ROLE,
     MAX_BODY_CHARS,
     MAX_TITLE_CHARS,
-    PROPOSAL_STATUSES,
-    RISKS,
-    TERMINAL_STATUSES,
+    ProposalStatus,
+    Risk,
     check_agent_id,
     check_choice,
     check_object_id,
     check_text,
     check_text_list,
-    page_limit,
+    page_query,
 )
 
-__all__ = ["ProposalStore", "check_author", "load_proposal", "proposal_view"]
+__all__ = ["ProposalStore", "check_author", "proposal_view"]
 
 _T = TypeVar("_T")
 
 
-def load_proposal(conn: sqlite3.Connection, proposal_id: str) -> sqlite3.Row:
-    """A proposal row on an open connection, or :class:`NotFound`."""
-    row = conn.execute("SELECT * FROM proposals WHERE id = ?", (proposal_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"proposal {proposal_id} does not exist")
-    return row  # type: ignore[no-any-return]
-
-
 def proposal_view(
-    conn: sqlite3.Connection, config: ProjectConfig, row: sqlite3.Row, *, detail: bool = True
+    conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal, *, detail: bool = True
 ) -> dict[str, Any]:
     """The JSON shape of a proposal: its fields, current patch, round and consensus."""
-    patches = list_versions(conn, row["id"])
-    current = next((p for p in patches if p.version == row["current_version"]), None)
-    review = latest_round(conn, row["id"])
+    patches = list_versions(conn, proposal.id)
+    current = next((p for p in patches if p.version == proposal.current_version), None)
+    review = latest_round(conn, proposal.id)
     view: dict[str, Any] = {
-        "id": row["id"],
-        "task_id": row["task_id"],
-        "agent_id": row["agent_id"],
-        "title": row["title"],
-        "summary_md": row["summary_md"],
-        "risk": row["risk"],
-        "affected_resources": json.loads(row["affected_resources"]),
-        "expected_tests": json.loads(row["expected_tests"]),
-        "rollback_notes_md": row["rollback_notes_md"],
-        "status": row["status"],
-        "current_version": int(row["current_version"]),
-        "created_by": row["created_by"],
-        "created_at": row["created_at"],
-        "updated_at": row["updated_at"],
+        **as_dict(proposal),
+        "affected_resources": list(proposal.affected_resources),
+        "expected_tests": list(proposal.expected_tests),
         "patch": current.to_dict() if current else None,
         "review_round": review.to_dict() if review else None,
-        "consensus": evaluate_consensus(conn, config, row).to_dict(),
+        "consensus": evaluate_consensus(conn, config, proposal).to_dict(),
     }
     if detail:
         view["versions"] = [p.to_dict() for p in patches]
@@ -139,7 +121,7 @@ class ProposalStore:
         agent_v = check_agent_id(agent_id)
         title_v = check_text("title", title, limit=MAX_TITLE_CHARS)
         summary_v = check_text("summary_md", summary_md, limit=MAX_BODY_CHARS, blank_ok=True)
-        risk_v = None if risk in (None, "") else check_choice("risk", risk, RISKS)
+        risk_v = None if risk in (None, "") else check_choice("risk", risk, Risk)
         resources_v = check_text_list("affected_resources", affected_resources or [])
         tests_v = check_text_list("expected_tests", expected_tests or [])
         rollback_v = check_text("rollback_notes_md", rollback_notes_md, limit=MAX_BODY_CHARS, blank_ok=True)
@@ -152,32 +134,30 @@ class ProposalStore:
         def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], PatchVersion]:
             load_task(conn, task_v)
             now = utc_now_iso()
-            conn.execute(
-                "INSERT INTO proposals (id, task_id, agent_id, title, summary_md, risk, affected_resources,"
-                " expected_tests, rollback_notes_md, status, current_version, created_by, created_at,"
-                " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?)",
-                (
-                    proposal_id,
-                    task_v,
-                    agent_v,
-                    title_v,
-                    summary_v,
-                    risk_v or task.risk,
-                    json.dumps(resources_v),
-                    json.dumps(tests_v),
-                    rollback_v,
-                    actor,
-                    now,
-                    now,
-                ),
+            proposal = Proposal(
+                id=proposal_id,
+                task_id=task_v,
+                agent_id=agent_v,
+                title=title_v,
+                summary_md=summary_v,
+                risk=risk_v or task.risk,
+                affected_resources=tuple(resources_v),
+                expected_tests=tuple(tests_v),
+                rollback_notes_md=rollback_v,
+                status=ProposalStatus.PENDING,
+                current_version=1,
+                created_by=actor,
+                created_at=now,
+                updated_at=now,
             )
+            _insert(conn, proposal)
             version = self.patches.insert_row(conn, staged, actor=actor)
             common = {"actor": actor, "task_id": task_v, "proposal_id": proposal_id}
             append_event(
                 conn,
                 "proposal.created",
                 **common,
-                payload={"title": title_v, "agent_id": agent_v, "risk": risk_v or task.risk},
+                payload={"title": title_v, "agent_id": agent_v, "risk": proposal.risk},
             )
             append_event(conn, "proposal.patch_attached", **common, payload=_attached(version, False, []))
             return proposal_view(conn, self.config, load_proposal(conn, proposal_id)), version
@@ -190,15 +170,15 @@ class ProposalStore:
         """``proposal.attach_patch``: a new immutable version; returns the votes that stopped counting."""
         id_v = check_object_id("proposal_id", proposal_id)
         data, files = self._parse(patch)
-        row = self.db.read(lambda conn: load_proposal(conn, id_v))
-        _require_open(row)
-        version_n = int(row["current_version"]) + 1
+        proposal = self.db.read(lambda conn: load_proposal(conn, id_v))
+        _require_open(proposal)
+        version_n = proposal.current_version + 1
         staged = self.patches.stage(id_v, version_n, data, files)
 
         def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], PatchVersion, list[str]]:
             current = load_proposal(conn, id_v)
             _require_open(current)
-            if int(current["current_version"]) != version_n - 1:
+            if current.current_version != version_n - 1:
                 raise Conflict(f"proposal {id_v} got another patch version concurrently; retry")
             invalidated = [v.id for v in counting_votes(conn, id_v, version_n - 1)]
             version = self.patches.insert_row(conn, staged, actor=actor)
@@ -207,7 +187,7 @@ class ProposalStore:
                 (version_n, utc_now_iso(), id_v),
             )
             closed = close_open_round(conn, id_v, f"superseded by patch v{version_n}")
-            common = {"actor": actor, "task_id": current["task_id"], "proposal_id": id_v}
+            common = {"actor": actor, "task_id": current.task_id, "proposal_id": id_v}
             reset = bool(invalidated) or closed is not None
             append_event(
                 conn, "proposal.patch_attached", **common, payload=_attached(version, reset, invalidated)
@@ -249,33 +229,35 @@ class ProposalStore:
         self, *, task_id: object = None, status: object = None, limit: object = None, cursor: object = None
     ) -> tuple[list[dict[str, Any]], str | None]:
         """``proposal.list``: oldest first, filtered, a page at a time."""
-        where = ["1"]
-        params: list[Any] = []
-        if task_id not in (None, ""):
-            where.append("task_id = ?")
-            params.append(check_object_id("task_id", task_id))
-        if status not in (None, ""):
-            where.append("status = ?")
-            params.append(check_choice("status", status, PROPOSAL_STATUSES))
-        if cursor not in (None, ""):
-            where.append("id > ?")
-            params.append(check_object_id("cursor", cursor))
-        count = page_limit(limit)
-        params.append(count + 1)
-        sql = f"SELECT * FROM proposals WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        filters = {
+            "task_id": None if task_id in (None, "") else check_object_id("task_id", task_id),
+            "status": None if status in (None, "") else check_choice("status", status, ProposalStatus),
+        }
+        sql, params, count = page_query("proposals", filters, cursor=cursor, limit=limit)
 
         def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             rows = conn.execute(sql, params).fetchall()
-            return [proposal_view(conn, self.config, row, detail=False) for row in rows]
+            return [proposal_view(conn, self.config, proposal_from_row(row), detail=False) for row in rows]
 
         views = self.db.read(read)
         page = views[:count]
         return page, (page[-1]["id"] if len(views) > count else None)
 
 
-def _require_open(row: sqlite3.Row) -> None:
-    if row["status"] in TERMINAL_STATUSES:
-        raise Conflict(f"proposal {row['id']} is {row['status']}; it takes no new patch version")
+def _require_open(proposal: Proposal) -> None:
+    if proposal.status in ProposalStatus.TERMINAL:
+        raise Conflict(f"proposal {proposal.id} is {proposal.status}; it takes no new patch version")
+
+
+def _insert(conn: sqlite3.Connection, proposal: Proposal) -> None:
+    row = as_dict(proposal)
+    row.update(
+        affected_resources=json.dumps(list(proposal.affected_resources)),
+        expected_tests=json.dumps(list(proposal.expected_tests)),
+    )
+    conn.execute(
+        f"INSERT INTO proposals ({', '.join(row)}) VALUES ({', '.join(':' + key for key in row)})", row
+    )
 
 
 def _attached(version: PatchVersion, reset: bool, invalidated: list[str]) -> dict[str, Any]:

@@ -27,23 +27,24 @@ from functools import lru_cache
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
+from store._rows import as_dict, from_row
 from store.access import revoke_for_proposal_in
 from store.config import ProjectConfig
-from store.events import append_event
+from store.work._records import Proposal, proposal_event, set_status
 from store.work._vocabulary import (
     ADVISORY_ROLE,
-    APPROVING_VOTES,
-    BLOCKING_VOTES,
     REVIEWER_ROLE,
     SECURITY_ROLE,
-    TERMINAL_STATUSES,
+    ProposalStatus,
+    Vote,
     json_list,
 )
 
 __all__ = [
+    "Ballot",
     "Consensus",
     "ReviewRound",
-    "Vote",
+    "ballot_from_row",
     "close_open_round",
     "evaluate_consensus",
     "glob_match",
@@ -52,8 +53,11 @@ __all__ = [
     "open_round",
     "plan_round",
     "settle_status",
-    "vote_from_row",
 ]
+
+
+_JSON_COLUMNS = ("voting_roles", "candidates", "advisory")
+"""The ``review_rounds`` columns that hold JSON lists."""
 
 
 @dataclass(frozen=True)
@@ -75,42 +79,16 @@ class ReviewRound:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by every interface."""
-        return {
-            "id": self.id,
-            "proposal_id": self.proposal_id,
-            "number": self.number,
-            "patch_version": self.patch_version,
-            "voting_roles": list(self.voting_roles),
-            "candidates": [dict(c) for c in self.candidates],
-            "advisory": [dict(a) for a in self.advisory],
-            "status": self.status,
-            "close_reason": self.close_reason,
-            "opened_by": self.opened_by,
-            "opened_at": self.opened_at,
-            "closed_at": self.closed_at,
-        }
+        return as_dict(self)
 
 
 def round_from_row(row: sqlite3.Row) -> ReviewRound:
     """Build a :class:`ReviewRound` from a ``review_rounds`` row."""
-    return ReviewRound(
-        id=row["id"],
-        proposal_id=row["proposal_id"],
-        number=int(row["number"]),
-        patch_version=int(row["patch_version"]),
-        voting_roles=json_list(json.loads(row["voting_roles"])),
-        candidates=json_list(json.loads(row["candidates"])),
-        advisory=json_list(json.loads(row["advisory"])),
-        status=row["status"],
-        close_reason=row["close_reason"],
-        opened_by=row["opened_by"],
-        opened_at=row["opened_at"],
-        closed_at=row["closed_at"],
-    )
+    return from_row(ReviewRound, row, **{key: json_list(json.loads(row[key])) for key in _JSON_COLUMNS})
 
 
 @dataclass(frozen=True)
-class Vote:
+class Ballot:
     """One cast vote (immutable); ``counts`` says whether it counts now."""
 
     id: str
@@ -119,7 +97,7 @@ class Vote:
     agent_id: str
     role: str
     patch_version: int
-    vote: str
+    vote: Vote
     reason_md: str
     replaces: str | None
     actor: str
@@ -128,38 +106,12 @@ class Vote:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by every interface."""
-        return {
-            "id": self.id,
-            "proposal_id": self.proposal_id,
-            "round_id": self.round_id,
-            "agent_id": self.agent_id,
-            "role": self.role,
-            "patch_version": self.patch_version,
-            "vote": self.vote,
-            "reason_md": self.reason_md,
-            "replaces": self.replaces,
-            "actor": self.actor,
-            "created_at": self.created_at,
-            "counts": self.counts,
-        }
+        return as_dict(self)
 
 
-def vote_from_row(row: sqlite3.Row, *, counts: bool = False) -> Vote:
-    """Build a :class:`Vote` from a ``votes`` row."""
-    return Vote(
-        id=row["id"],
-        proposal_id=row["proposal_id"],
-        round_id=row["round_id"],
-        agent_id=row["agent_id"],
-        role=row["role"],
-        patch_version=int(row["patch_version"]),
-        vote=row["vote"],
-        reason_md=row["reason_md"],
-        replaces=row["replaces"],
-        actor=row["actor"],
-        created_at=row["created_at"],
-        counts=counts,
-    )
+def ballot_from_row(row: sqlite3.Row, *, counts: bool = False) -> Ballot:
+    """Build a :class:`Ballot` from a ``votes`` row."""
+    return from_row(Ballot, row, vote=Vote(row["vote"]), counts=counts)
 
 
 @dataclass(frozen=True)
@@ -177,16 +129,7 @@ class Consensus:
 
     def to_dict(self) -> dict[str, Any]:
         """``{"approvals", "required", "blocking", "reached", ...}``."""
-        return {
-            "patch_version": self.patch_version,
-            "approvals": self.approvals,
-            "required": self.required,
-            "blocking": [dict(b) for b in self.blocking],
-            "revisions_requested": [dict(r) for r in self.revisions_requested],
-            "missing_roles": list(self.missing_roles),
-            "counting_vote_ids": list(self.counting_vote_ids),
-            "reached": self.reached,
-        }
+        return as_dict(self)
 
 
 # -- planning ----------------------------------------------------------------------------------
@@ -256,23 +199,23 @@ def latest_round(conn: sqlite3.Connection, proposal_id: str) -> ReviewRound | No
 def open_round(
     conn: sqlite3.Connection,
     config: ProjectConfig,
-    proposal: sqlite3.Row,
+    proposal: Proposal,
     *,
     files: list[str],
     actor: str,
     reason: str,
 ) -> ReviewRound:
     """Open a round for the proposal's current version and write ``proposal.review_requested``."""
-    previous = latest_round(conn, proposal["id"])
+    previous = latest_round(conn, proposal.id)
     roles, candidates, advisory = plan_round(
-        config, author=proposal["agent_id"], risk=proposal["risk"], files=files
+        config, author=proposal.agent_id, risk=proposal.risk, files=files
     )
     now = utc_now_iso()
     found = ReviewRound(
         id=new_id("round"),
-        proposal_id=proposal["id"],
+        proposal_id=proposal.id,
         number=(previous.number + 1) if previous else 1,
-        patch_version=int(proposal["current_version"]),
+        patch_version=proposal.current_version,
         voting_roles=roles,
         candidates=candidates,
         advisory=advisory,
@@ -284,25 +227,15 @@ def open_round(
     )
     conn.execute(
         "INSERT INTO review_rounds (id, proposal_id, number, patch_version, voting_roles, candidates,"
-        " advisory, status, opened_by, opened_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'open', ?, ?)",
-        (
-            found.id,
-            found.proposal_id,
-            found.number,
-            found.patch_version,
-            json.dumps(roles),
-            json.dumps(candidates),
-            json.dumps(advisory),
-            actor,
-            now,
-        ),
+        " advisory, status, opened_by, opened_at) VALUES (:id, :proposal_id, :number, :patch_version,"
+        " :voting_roles, :candidates, :advisory, :status, :opened_by, :opened_at)",
+        {**as_dict(found), **{key: json.dumps(getattr(found, key)) for key in _JSON_COLUMNS}},
     )
-    append_event(
+    proposal_event(
         conn,
         "proposal.review_requested",
+        proposal,
         actor=actor,
-        task_id=proposal["task_id"],
-        proposal_id=proposal["id"],
         payload={"round": found.to_dict(), "reason": reason},
     )
     return found
@@ -325,7 +258,7 @@ def close_open_round(conn: sqlite3.Connection, proposal_id: str, reason: str) ->
 # -- consensus ---------------------------------------------------------------------------------
 
 
-def counting_votes(conn: sqlite3.Connection, proposal_id: str, version: int) -> list[Vote]:
+def counting_votes(conn: sqlite3.Connection, proposal_id: str, version: int) -> list[Ballot]:
     """The latest vote of each agent on ``version``, in cast order."""
     rows = conn.execute(
         "SELECT v.* FROM votes AS v WHERE v.proposal_id = ? AND v.patch_version = ? AND v.rowid = ("
@@ -333,21 +266,19 @@ def counting_votes(conn: sqlite3.Connection, proposal_id: str, version: int) -> 
         " AND w.patch_version = v.patch_version AND w.agent_id = v.agent_id) ORDER BY v.rowid",
         (proposal_id, version),
     ).fetchall()
-    return [vote_from_row(row, counts=True) for row in rows]
+    return [ballot_from_row(row, counts=True) for row in rows]
 
 
-def evaluate_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal: sqlite3.Row) -> Consensus:
+def evaluate_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal) -> Consensus:
     """The consensus of the proposal's current version under the configured policy."""
-    version = int(proposal["current_version"])
+    version = proposal.current_version
     policy = config.policy
-    votes = counting_votes(conn, proposal["id"], version)
-    current = latest_round(conn, proposal["id"])
+    votes = counting_votes(conn, proposal.id, version)
+    current = latest_round(conn, proposal.id)
     roles = current.voting_roles if current is not None and current.patch_version == version else []
-    approvals = [v for v in votes if v.vote in APPROVING_VOTES]
-    blocking = [
-        {"agent_id": v.agent_id, "vote": v.vote, "vote_id": v.id} for v in votes if v.vote in BLOCKING_VOTES
-    ]
-    revise = [{"agent_id": v.agent_id, "vote": v.vote, "vote_id": v.id} for v in votes if v.vote == "revise"]
+    approvals = [v for v in votes if v.vote in Vote.APPROVING]
+    blocking = [_cited(v) for v in votes if v.vote in Vote.BLOCKING]
+    revise = [_cited(v) for v in votes if v.vote is Vote.REVISE]
     missing = []
     security_approved = any(v.role == SECURITY_ROLE for v in approvals)
     if SECURITY_ROLE in roles and policy.require_security_approval and not security_approved:
@@ -365,37 +296,38 @@ def evaluate_consensus(conn: sqlite3.Connection, config: ProjectConfig, proposal
     )
 
 
-def leave_review(conn: sqlite3.Connection, proposal_id: str, *, actor: str, status: str) -> None:
+def _cited(vote: Ballot) -> dict[str, str]:
+    return {"agent_id": vote.agent_id, "vote": vote.vote, "vote_id": vote.id}
+
+
+def leave_review(conn: sqlite3.Connection, proposal_id: str, *, actor: str, status: ProposalStatus) -> None:
     """The proposal left review: revoke every live capability grant bound to it (SECURITY.md)."""
     revoke_for_proposal_in(conn, proposal_id, actor=actor, reason=f"proposal {status}")
 
 
 def settle_status(
-    conn: sqlite3.Connection, config: ProjectConfig, proposal: sqlite3.Row, *, actor: str
-) -> tuple[str, Consensus]:
+    conn: sqlite3.Connection, config: ProjectConfig, proposal: Proposal, *, actor: str
+) -> tuple[ProposalStatus, Consensus]:
     """Move an in-review proposal to the status its consensus implies, writing the events."""
     consensus = evaluate_consensus(conn, config, proposal)
-    old = proposal["status"]
-    if old in TERMINAL_STATUSES or old == "pending":
+    old = proposal.status
+    if old in ProposalStatus.TERMINAL or old is ProposalStatus.PENDING:
         return old, consensus
     if consensus.reached:
-        new = "accepted"
+        new = ProposalStatus.ACCEPTED
     elif consensus.revisions_requested:
-        new = "revision_requested"
+        new = ProposalStatus.REVISION_REQUESTED
     else:
-        new = "in_review"
-    if new == old:
+        new = ProposalStatus.IN_REVIEW
+    if new is old:
         return old, consensus
-    conn.execute(
-        "UPDATE proposals SET status = ?, updated_at = ? WHERE id = ?", (new, utc_now_iso(), proposal["id"])
-    )
-    common = {"task_id": proposal["task_id"], "proposal_id": proposal["id"]}
+    set_status(conn, proposal.id, new)
     payload = {"from": old, "to": new, "consensus": consensus.to_dict()}
-    if new == "accepted":
-        append_event(conn, "proposal.accepted", actor=actor, **common, payload=payload)
-        leave_review(conn, proposal["id"], actor=actor, status=new)
-    elif old == "accepted":
-        append_event(conn, "proposal.consensus_lost", actor=actor, **common, payload=payload)
+    if new is ProposalStatus.ACCEPTED:
+        proposal_event(conn, "proposal.accepted", proposal, actor=actor, payload=payload)
+        leave_review(conn, proposal.id, actor=actor, status=new)
+    elif old is ProposalStatus.ACCEPTED:
+        proposal_event(conn, "proposal.consensus_lost", proposal, actor=actor, payload=payload)
     else:
-        append_event(conn, "proposal.status_changed", actor=actor, **common, payload=payload)
+        proposal_event(conn, "proposal.status_changed", proposal, actor=actor, payload=payload)
     return new, consensus

@@ -12,20 +12,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
+from store._rows import as_dict, from_row
 from store.db import Database
-from store.errors import NotFound
 from store.events import append_event
+from store.work._records import fetch_row
 from store.work._vocabulary import (
     MAX_BODY_CHARS,
     MAX_TITLE_CHARS,
-    RISKS,
-    TASK_PRIORITIES,
-    TASK_STATUSES,
+    Risk,
+    TaskPriority,
+    TaskStatus,
     check_agent_id,
     check_choice,
     check_object_id,
     check_text,
-    page_limit,
+    page_query,
 )
 
 __all__ = ["Task", "TaskStore", "task_from_row"]
@@ -38,9 +39,9 @@ class Task:
     id: str
     title: str
     body_md: str
-    priority: str
-    risk: str
-    status: str
+    priority: TaskPriority
+    risk: Risk
+    status: TaskStatus
     assignee: str | None
     created_by: str
     created_at: str
@@ -48,42 +49,23 @@ class Task:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by every interface."""
-        return {
-            "id": self.id,
-            "title": self.title,
-            "body_md": self.body_md,
-            "priority": self.priority,
-            "risk": self.risk,
-            "status": self.status,
-            "assignee": self.assignee,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        }
+        return as_dict(self)
 
 
 def task_from_row(row: sqlite3.Row) -> Task:
     """Build a :class:`Task` from a ``tasks`` row."""
-    return Task(
-        id=row["id"],
-        title=row["title"],
-        body_md=row["body_md"],
-        priority=row["priority"],
-        risk=row["risk"],
-        status=row["status"],
-        assignee=row["assignee"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
+    return from_row(
+        Task,
+        row,
+        priority=TaskPriority(row["priority"]),
+        risk=Risk(row["risk"]),
+        status=TaskStatus(row["status"]),
     )
 
 
 def load_task(conn: sqlite3.Connection, task_id: str) -> Task:
     """One task on an open connection, or :class:`NotFound`."""
-    row = conn.execute("SELECT * FROM tasks WHERE id = ?", (task_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"task {task_id} does not exist")
-    return task_from_row(row)
+    return task_from_row(fetch_row(conn, "tasks", "task", task_id))
 
 
 class TaskStore:
@@ -105,19 +87,29 @@ class TaskStore:
         """``task.create``: a new ``open`` task and its ``task.created`` event."""
         title_v = check_text("title", title, limit=MAX_TITLE_CHARS)
         body_v = check_text("body_md", body_md, limit=MAX_BODY_CHARS, blank_ok=True)
-        priority_v = check_choice("priority", priority, TASK_PRIORITIES)
-        risk_v = check_choice("risk", risk, RISKS)
+        priority_v = check_choice("priority", priority, TaskPriority)
+        risk_v = check_choice("risk", risk, Risk)
         assignee_v = None if assignee in (None, "") else check_agent_id(assignee, "assignee")
 
         def write(conn: sqlite3.Connection) -> Task:
             now = utc_now_iso()
             task = Task(
-                new_id("task"), title_v, body_v, priority_v, risk_v, "open", assignee_v, actor, now, now
+                new_id("task"),
+                title_v,
+                body_v,
+                priority_v,
+                risk_v,
+                TaskStatus.OPEN,
+                assignee_v,
+                actor,
+                now,
+                now,
             )
             conn.execute(
                 "INSERT INTO tasks (id, title, body_md, priority, risk, status, assignee, created_by,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (task.id, title_v, body_v, priority_v, risk_v, "open", assignee_v, actor, now, now),
+                " created_at, updated_at) VALUES (:id, :title, :body_md, :priority, :risk, :status,"
+                " :assignee, :created_by, :created_at, :updated_at)",
+                as_dict(task),
             )
             append_event(
                 conn,
@@ -139,17 +131,8 @@ class TaskStore:
         self, *, status: object = None, limit: object = None, cursor: object = None
     ) -> tuple[list[Task], str | None]:
         """Tasks oldest first (IDs sort by creation time), a page at a time; the next cursor or ``None``."""
-        where = ["1"]
-        params: list[Any] = []
-        if status not in (None, ""):
-            where.append("status = ?")
-            params.append(check_choice("status", status, TASK_STATUSES))
-        if cursor not in (None, ""):
-            where.append("id > ?")
-            params.append(check_object_id("cursor", cursor))
-        count = page_limit(limit)
-        params.append(count + 1)
-        sql = f"SELECT * FROM tasks WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
+        filters = {"status": None if status in (None, "") else check_choice("status", status, TaskStatus)}
+        sql, params, count = page_query("tasks", filters, cursor=cursor, limit=limit)
         rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
         tasks = [task_from_row(row) for row in rows[:count]]
         return tasks, (tasks[-1].id if len(rows) > count else None)

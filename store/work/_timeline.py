@@ -22,8 +22,10 @@ from store.db import Database
 from store.events import Event, event_from_row
 from store.memory import MemoryStore
 from store.patches import list_versions
-from store.work._proposals import load_proposal, proposal_view
-from store.work._rounds import counting_votes, vote_from_row
+from store.work._decisions import decision_from_row
+from store.work._proposals import proposal_view
+from store.work._records import load_proposal
+from store.work._rounds import ballot_from_row, counting_votes
 from store.work._vocabulary import check_object_id
 
 __all__ = ["TimelineStore"]
@@ -45,10 +47,10 @@ class TimelineStore:
         return self.db.read(lambda conn: self._read(conn, id_v))
 
     def _read(self, conn: sqlite3.Connection, proposal_id: str) -> dict[str, Any]:
-        row = load_proposal(conn, proposal_id)
+        proposal = load_proposal(conn, proposal_id)
         events = timeline_events(conn, proposal_id)
         versions = {v.version: v.to_dict() for v in list_versions(conn, proposal_id)}
-        counting = {v.id for v in counting_votes(conn, proposal_id, int(row["current_version"]))}
+        counting = {v.id for v in counting_votes(conn, proposal_id, proposal.current_version)}
         votes = _by_id(conn, "votes", [e.payload.get("vote_id") for e in events if e.type == "vote.cast"])
         decision_ids = [
             (e.payload.get("decision") or {}).get("id") for e in events if e.type == "decision.recorded"
@@ -75,12 +77,12 @@ class TimelineStore:
             elif event.type == "proposal.created":
                 item["patch"] = versions.get(1)
             elif event.type == "vote.cast" and (vote := votes.get(str(event.payload.get("vote_id")))):
-                item["vote"] = vote_from_row(vote, counts=vote["id"] in counting).to_dict()
+                item["vote"] = ballot_from_row(vote, counts=vote["id"] in counting).to_dict()
             elif event.type == "decision.recorded":
                 decision_id = str((event.payload.get("decision") or {}).get("id"))
                 if decision_id in decisions:
                     item["decision"] = {
-                        **dict(decisions[decision_id]),
+                        **decision_from_row(decisions[decision_id]).to_dict(),
                         "superseded_by": superseded_by.get(decision_id),
                     }
             elif event.type == "memory.oracle_warning":
@@ -89,7 +91,7 @@ class TimelineStore:
                     for memory_id in _strings(event.payload.get("cited_memory_ids"))
                 ]
             out.append(item)
-        return {"proposal": proposal_view(conn, self.config, row), "events": out}
+        return {"proposal": proposal_view(conn, self.config, proposal), "events": out}
 
 
 def _strings(value: object) -> list[str]:

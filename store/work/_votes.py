@@ -12,33 +12,36 @@ status are settled in the same transaction.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
+from store._rows import as_dict
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, Forbidden, InvalidArgument
-from store.events import append_event
 from store.patches import get_version
-from store.work._proposals import load_proposal, proposal_view
+from store.work._proposals import proposal_view
+from store.work._records import Proposal, load_proposal, proposal_event, set_status
 from store.work._rounds import (
+    Ballot,
     Consensus,
     ReviewRound,
-    Vote,
+    ballot_from_row,
     counting_votes,
+    evaluate_consensus,
     open_round,
     round_from_row,
     settle_status,
-    vote_from_row,
 )
 from store.work._vocabulary import (
     ADVISORY_ROLE,
     MAX_BODY_CHARS,
-    TERMINAL_STATUSES,
-    VOTES,
+    ProposalStatus,
+    Vote,
     check_agent_id,
     check_choice,
+    check_int,
     check_object_id,
     check_text,
 )
@@ -50,9 +53,9 @@ __all__ = ["CastResult", "ReviewStore"]
 class CastResult:
     """What ``vote.cast`` answers: the vote, the consensus after it, the proposal's status."""
 
-    vote: Vote
+    vote: Ballot
     consensus: Consensus
-    status: str
+    status: ProposalStatus
 
     def to_dict(self) -> dict[str, Any]:
         """``{"vote", "consensus", "proposal_status"}``."""
@@ -82,34 +85,31 @@ class ReviewStore:
         id_v = check_object_id("proposal_id", proposal_id)
 
         def write(conn: sqlite3.Connection) -> tuple[dict[str, Any], ReviewRound]:
-            row = load_proposal(conn, id_v)
-            if row["status"] in TERMINAL_STATUSES:
-                raise Conflict(f"proposal {id_v} is {row['status']}; it cannot be reviewed")
+            proposal = load_proposal(conn, id_v)
+            if proposal.status in ProposalStatus.TERMINAL:
+                raise Conflict(f"proposal {id_v} is {proposal.status}; it cannot be reviewed")
             current = _open_round(conn, id_v)
             if current is not None:
                 raise Conflict(
                     f"proposal {id_v} already has open review round {current.number} "
                     f"(patch v{current.patch_version}); attach a new patch version to start another"
                 )
-            version = get_version(conn, id_v, int(row["current_version"]))
+            version = get_version(conn, id_v, proposal.current_version)
             review = open_round(
-                conn, self.config, row, files=list(version.files), actor=actor, reason="requested"
+                conn, self.config, proposal, files=list(version.files), actor=actor, reason="requested"
             )
-            conn.execute(
-                "UPDATE proposals SET status = 'in_review', updated_at = ? WHERE id = ?",
-                (utc_now_iso(), id_v),
-            )
+            set_status(conn, id_v, ProposalStatus.IN_REVIEW)
             settle_status(conn, self.config, load_proposal(conn, id_v), actor=actor)
             return proposal_view(conn, self.config, load_proposal(conn, id_v)), review
 
         return self.db.write(write)
 
-    def _voter_role(self, row: sqlite3.Row, agent_id: str) -> str:
+    def _voter_role(self, proposal: Proposal, agent_id: str) -> str:
         role = self.config.agents.get(agent_id)
         if role is None:
             raise Forbidden(f"agent {agent_id!r} is not in the roster ([agents] in config.toml)")
-        if agent_id == row["agent_id"]:
-            raise Forbidden(f"agent {agent_id!r} wrote proposal {row['id']} and may not vote on it")
+        if agent_id == proposal.agent_id:
+            raise Forbidden(f"agent {agent_id!r} wrote proposal {proposal.id} and may not vote on it")
         if role == ADVISORY_ROLE:
             raise Forbidden(f"agent {agent_id!r} is a {ADVISORY_ROLE}: advisory only, it can never vote")
         return role
@@ -118,26 +118,26 @@ class ReviewStore:
         self, *, proposal_id: object, agent_id: object, vote: object, reason_md: object, actor: str
     ) -> CastResult:
         """``vote.cast``: record a vote on the current patch version and settle consensus."""
-        vote_v = check_choice("vote", vote, VOTES)
+        vote_v = check_choice("vote", vote, Vote)
         id_v = check_object_id("proposal_id", proposal_id)
         agent_v = check_agent_id(agent_id)
         reason_v = check_text("reason_md", reason_md, limit=MAX_BODY_CHARS)
 
         def write(conn: sqlite3.Connection) -> CastResult:
-            row = load_proposal(conn, id_v)
-            role = self._voter_role(row, agent_v)
+            proposal = load_proposal(conn, id_v)
+            role = self._voter_role(proposal, agent_v)
             review = _open_round(conn, id_v)
             if review is None:
-                raise Conflict(f"proposal {id_v} has no open review round (status {row['status']})")
+                raise Conflict(f"proposal {id_v} has no open review round (status {proposal.status})")
             if not any(c["agent_id"] == agent_v for c in review.candidates):
                 roles = ", ".join(review.voting_roles)
                 raise Forbidden(
                     f"agent {agent_v!r} ({role}) is not a voter of this round (voting roles: {roles})"
                 )
-            version = int(row["current_version"])
+            version = proposal.current_version
             previous = next((v for v in counting_votes(conn, id_v, version) if v.agent_id == agent_v), None)
             now = utc_now_iso()
-            cast = Vote(
+            cast = Ballot(
                 id=new_id("vote"),
                 proposal_id=id_v,
                 round_id=review.id,
@@ -155,14 +155,13 @@ class ReviewStore:
                 "INSERT INTO votes (id, proposal_id, round_id, agent_id, role, patch_version, vote,"
                 " reason_md, replaces, actor, created_at) VALUES (:id, :proposal_id, :round_id, :agent_id,"
                 " :role, :patch_version, :vote, :reason_md, :replaces, :actor, :created_at)",
-                asdict(cast),
+                as_dict(cast),
             )
-            append_event(
+            proposal_event(
                 conn,
                 "vote.cast",
+                proposal,
                 actor=actor,
-                task_id=row["task_id"],
-                proposal_id=id_v,
                 payload={
                     "vote_id": cast.id,
                     "agent_id": agent_v,
@@ -180,28 +179,25 @@ class ReviewStore:
 
     def list(
         self, *, proposal_id: object, patch_version: object = None, counting_only: object = False
-    ) -> tuple[list[Vote], dict[str, Any]]:
+    ) -> tuple[list[Ballot], dict[str, Any]]:
         """``vote.list``: every vote on record (cast order) with ``counts``, and the consensus."""
         id_v = check_object_id("proposal_id", proposal_id)
-        if patch_version is not None and (
-            isinstance(patch_version, bool) or not isinstance(patch_version, int) or patch_version < 1
-        ):
-            raise InvalidArgument("patch_version must be a positive integer")
+        version_v = None if patch_version is None else check_int("patch_version", patch_version, minimum=1)
         if not isinstance(counting_only, bool):
             raise InvalidArgument("counting_only must be a boolean")
 
-        def read(conn: sqlite3.Connection) -> tuple[list[Vote], dict[str, Any]]:
-            row = load_proposal(conn, id_v)
-            counting = {v.id for v in counting_votes(conn, id_v, int(row["current_version"]))}
+        def read(conn: sqlite3.Connection) -> tuple[list[Ballot], dict[str, Any]]:
+            proposal = load_proposal(conn, id_v)
+            counting = {v.id for v in counting_votes(conn, id_v, proposal.current_version)}
             sql = "SELECT * FROM votes WHERE proposal_id = ?"
             params: list[Any] = [id_v]
-            if patch_version is not None:
+            if version_v is not None:
                 sql += " AND patch_version = ?"
-                params.append(patch_version)
+                params.append(version_v)
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-            votes = [vote_from_row(r, counts=r["id"] in counting) for r in rows]
+            votes = [ballot_from_row(r, counts=r["id"] in counting) for r in rows]
             if counting_only:
                 votes = [v for v in votes if v.counts]
-            return votes, proposal_view(conn, self.config, row, detail=False)["consensus"]
+            return votes, evaluate_consensus(conn, self.config, proposal).to_dict()
 
         return self.db.read(read)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from store import Store
-from store.work._tasks import Task
+from store.access import GrantRecord, IssuedToken
+from store.work import Task
 
-__all__ = ["DIFF", "DIFF_V2", "SECURITY_DIFF", "new_task", "seed_files"]
+__all__ = ["DIFF", "DIFF_V2", "SECURITY_DIFF", "mint_oracle_grant", "new_task", "seed_files"]
 
 DIFF = """\
 diff --git a/hello.txt b/hello.txt
@@ -50,3 +51,15 @@ def seed_files(root: Path) -> None:
 def new_task(store: Store, title: str = "Shout the second line") -> Task:
     """A fresh task."""
     return store.tasks.create(title=title, actor="op")
+
+
+def mint_oracle_grant(store: Store, proposal_id: str, tool: str = "memory.query") -> IssuedToken[GrantRecord]:
+    """A MemoryOracle capability on ``proposal_id`` (five minutes, one tool)."""
+    return store.grants.mint_grant(
+        proposal_id=proposal_id,
+        role="memory_oracle",
+        agent_id="memory-oracle-1",
+        tools=frozenset({tool}),
+        ttl_seconds=300,
+        actor="op",
+    )

@@ -7,19 +7,14 @@ is parsed and validated before anything is written, and stored as an immutable f
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
-from store.work import MAX_BODY_CHARS, MAX_LIST_ITEMS, MAX_TITLE_CHARS
+from store.work import MAX_BODY_CHARS, MAX_LIST_ITEMS, MAX_TITLE_CHARS, ProposalStatusWord, RiskWord
 
 __all__ = ["TOOLS"]
-
-Risk = Literal["low", "normal", "high", "critical"]
-ProposalStatus = Literal[
-    "pending", "in_review", "revision_requested", "accepted", "rejected", "withdrawn", "applied"
-]
 
 
 def _proposal_id() -> Any:
@@ -38,7 +33,7 @@ class CreateArgs(ToolArgs):
     summary_md: str = Field(
         default="", description="What the change does and why.", max_length=MAX_BODY_CHARS
     )
-    risk: Risk | None = Field(
+    risk: RiskWord | None = Field(
         default=None, description="low, normal, high or critical (default: the task's)."
     )
     affected_resources: list[str] = Field(
@@ -71,7 +66,7 @@ class ListArgs(ToolArgs):
     """Arguments of ``proposal.list``."""
 
     task_id: str | None = Field(default=None, description="Only this task's proposals.", max_length=200)
-    status: ProposalStatus | None = Field(default=None, description="Only proposals with this status.")
+    status: ProposalStatusWord | None = Field(default=None, description="Only proposals with this status.")
     limit: int | None = Field(default=None, description="Page size, 1..500 (default 50).", ge=1, le=500)
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.", max_length=200)
 

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
-from store.work import MAX_BODY_CHARS, MAX_TITLE_CHARS
+from store.work import MAX_BODY_CHARS, MAX_TITLE_CHARS, RiskWord, TaskPriorityWord, TaskStatusWord
 
 __all__ = ["TOOLS"]
-
-Priority = Literal["low", "normal", "high", "urgent"]
-Risk = Literal["low", "normal", "high", "critical"]
-TaskStatus = Literal["open", "in_progress", "done", "cancelled"]
 
 
 class CreateArgs(ToolArgs):
@@ -23,8 +19,8 @@ class CreateArgs(ToolArgs):
     body_md: str = Field(
         default="", description="Markdown description of the work.", max_length=MAX_BODY_CHARS
     )
-    priority: Priority = Field(default="normal", description="low, normal, high or urgent.")
-    risk: Risk = Field(default="normal", description="The default risk of the task's proposals.")
+    priority: TaskPriorityWord = Field(default="normal", description="low, normal, high or urgent.")
+    risk: RiskWord = Field(default="normal", description="The default risk of the task's proposals.")
     assignee: str | None = Field(
         default=None, description="The agent the task is assigned to.", max_length=200
     )
@@ -39,7 +35,7 @@ class GetArgs(ToolArgs):
 class ListArgs(ToolArgs):
     """Arguments of ``task.list``."""
 
-    status: TaskStatus | None = Field(default=None, description="Only tasks with this status.")
+    status: TaskStatusWord | None = Field(default=None, description="Only tasks with this status.")
     limit: int | None = Field(default=None, description="Page size, 1..500 (default 50).", ge=1, le=500)
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.", max_length=200)
 

@@ -8,18 +8,15 @@ role ever get one, may only vote as its own agent on its own proposal.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
 from store.errors import Forbidden
-from store.work import MAX_BODY_CHARS
+from store.work import MAX_BODY_CHARS, DecisionOutcomeWord, VoteWord
 
 __all__ = ["TOOLS"]
-
-VoteWord = Literal["approve", "approve_with_notes", "revise", "reject", "veto", "abstain"]
-Outcome = Literal["accepted", "rejected", "withdrawn", "deferred", "noted"]
 
 
 def _proposal_id() -> Any:
@@ -46,7 +43,7 @@ class ListArgs(ToolArgs):
 class DecisionArgs(ToolArgs):
     """Arguments of ``decision.record``."""
 
-    outcome: Outcome = Field(description="accepted, rejected, withdrawn, deferred or noted.")
+    outcome: DecisionOutcomeWord = Field(description="accepted, rejected, withdrawn, deferred or noted.")
     rationale_md: str = Field(
         description="The decision and its reasons; Markdown.", max_length=MAX_BODY_CHARS
     )

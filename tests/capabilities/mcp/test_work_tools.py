@@ -3,7 +3,8 @@ that change nothing (database and patches tree compared before and after)."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
+from typing import Any, get_args
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +15,7 @@ from capabilities.mcp._registry import ToolRegistry
 from capabilities.policy import OPERATOR_TOOLS
 from capabilities.principals import local_operator
 from capabilities.services import Services
-from store.work import _vocabulary as work
+from store import work
 from tests.helpers import project_snapshot
 from tests.store.work_helpers import DIFF, DIFF_V2, seed_files
 
@@ -84,13 +85,28 @@ def test_advertised_vocabularies_match_the_store(registry: ToolRegistry) -> None
         options = prop.get("enum") or next(o["enum"] for o in prop["anyOf"] if "enum" in o)
         return list(options)
 
-    assert enum("vote.cast", "vote") == list(work.VOTES)
-    assert enum("decision.record", "outcome") == list(work.DECISION_OUTCOMES)
-    assert enum("task.create", "priority") == list(work.TASK_PRIORITIES)
-    assert enum("task.create", "risk") == list(work.RISKS)
-    assert enum("proposal.create", "risk") == list(work.RISKS)
-    assert enum("proposal.list", "status") == list(work.PROPOSAL_STATUSES)
-    assert enum("task.list", "status") == list(work.TASK_STATUSES)
+    assert enum("vote.cast", "vote") == list(work.Vote)
+    assert enum("decision.record", "outcome") == list(work.DecisionOutcome)
+    assert enum("task.create", "priority") == list(work.TaskPriority)
+    assert enum("task.create", "risk") == list(work.Risk)
+    assert enum("proposal.create", "risk") == list(work.Risk)
+    assert enum("proposal.list", "status") == list(work.ProposalStatus)
+    assert enum("task.list", "status") == list(work.TaskStatus)
+
+
+@pytest.mark.parametrize(
+    ("literal", "vocabulary"),
+    [
+        (work.VoteWord, work.Vote),
+        (work.DecisionOutcomeWord, work.DecisionOutcome),
+        (work.TaskPriorityWord, work.TaskPriority),
+        (work.TaskStatusWord, work.TaskStatus),
+        (work.RiskWord, work.Risk),
+        (work.ProposalStatusWord, work.ProposalStatus),
+    ],
+)
+def test_each_argument_literal_spells_its_enum(literal: Any, vocabulary: type[StrEnum]) -> None:
+    assert get_args(literal) == tuple(member.value for member in vocabulary)
 
 
 async def test_tools_answer_their_documented_shapes(
@@ -257,6 +273,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ),
     ("vote.list", {"proposal_id": "P-missing"}, "not_found"),
     ("vote.list", {"proposal_id": "{proposal}", "patch_version": 0}, "invalid_argument"),
+    ("vote.list", {"proposal_id": "{proposal}", "patch_version": 2**63}, "invalid_argument"),
     ("decision.record", {"outcome": "noted", "rationale_md": "x"}, "invalid_argument"),
     (
         "decision.record",
@@ -282,6 +299,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("patch.reject", {"proposal_id": "P-missing", "reason_md": "no"}, "not_found"),
     ("patch.validate", {"proposal_id": "{proposal}", "version": 9}, "not_found"),
     ("patch.validate", {"proposal_id": "{proposal}", "version": "1"}, "invalid_argument"),
+    ("patch.validate", {"proposal_id": "{proposal}", "version": 2**63}, "invalid_argument"),
     ("patch.apply", {"proposal_id": "{proposal}"}, "conflict"),
     ("patch.apply", {"proposal_id": "P-missing"}, "not_found"),
 ]

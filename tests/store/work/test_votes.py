@@ -10,7 +10,7 @@ from store import Store, list_events
 from store.errors import Conflict, Forbidden, InvalidArgument, NotFound
 from store.work._rounds import glob_match
 from tests.helpers import project_snapshot
-from tests.store.work_helpers import DIFF, DIFF_V2, SECURITY_DIFF, new_task
+from tests.store.work_helpers import DIFF, DIFF_V2, SECURITY_DIFF, mint_oracle_grant, new_task
 
 
 def _proposal(store: Store, patch: str = DIFF, *, risk: str | None = None, review: bool = True) -> str:
@@ -200,14 +200,7 @@ def test_accepted_decision_needs_consensus_and_task_decisions_need_a_task(store:
 
 def test_grants_on_the_proposal_are_revoked_when_it_leaves_review(store: Store) -> None:
     proposal_id = _proposal(store)
-    issued = store.grants.mint_grant(
-        proposal_id=proposal_id,
-        role="memory_oracle",
-        agent_id="memory-oracle-1",
-        tools=frozenset({"memory.query"}),
-        ttl_seconds=300,
-        actor="op",
-    )
+    issued = mint_oracle_grant(store, proposal_id)
     _vote(store, proposal_id, "reviewer-1", "approve")
     _vote(store, proposal_id, "reviewer-2", "approve")
     revoked = store.db.read(
