@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +41,27 @@ def root(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def safe(root: Path) -> Iterator[SafeFiles]:
-    opened = SafeFiles(root)
-    try:
+    with closing(SafeFiles(root)) as opened:
         yield opened
-    finally:
-        opened.close()
 
 
 def repo(root: Path, *, max_bytes: int = CAP) -> RepoFiles:
     return RepoFiles(root, max_bytes=max_bytes)
 
 
-def reader_refuses(safe: SafeFiles, parts: tuple[str, ...] = PARTS, *, match: str = "") -> None:
+def writers_refuse(root: Path, path: str = PATH, *, match: str) -> None:
+    """Reading, writing and deleting ``path`` through :class:`RepoFiles` are all :class:`UnsafePath`."""
+    files = repo(root)
+    for attempt in (
+        lambda: files.read(path),
+        lambda: files.write(path, FileState(b"new\n", 0o644)),
+        lambda: files.delete(path),
+    ):
+        with pytest.raises(UnsafePath, match=match):
+            attempt()
+
+
+def reader_refuses(safe: SafeFiles, parts: tuple[str, ...] = PARTS, *, match: str) -> None:
     with pytest.raises(UnsafePath, match=match):
         safe.read_unverified(parts, max_bytes=CAP)
 
@@ -87,15 +97,8 @@ def test_a_directory_on_another_device_is_refused_by_reader_and_writers(
 ) -> None:
     on_another_device(monkeypatch, root.joinpath(*PARTS[:depth]))
     reader_refuses(safe, match="another file system")
-    files = repo(root)
-    for attempt in (
-        lambda: files.read(PATH),
-        lambda: files.write(PATH, FileState(b"new\n", 0o644)),
-        lambda: files.write("src/pkg/new/file.py", FileState(b"new\n", 0o644)),
-        lambda: files.delete(PATH),
-    ):
-        with pytest.raises(UnsafePath, match="another file system"):
-            attempt()
+    writers_refuse(root, match="another file system")
+    writers_refuse(root, "src/pkg/new/file.py", match="another file system")
     monkeypatch.undo()
     assert root.joinpath(*PARTS).read_bytes() == DATA
     assert not root.joinpath("src", "pkg", "new").exists()
@@ -151,15 +154,8 @@ def test_the_one_errno_translation(code: int, reason: str) -> None:
 def test_a_symlinked_directory_is_unsafe_for_every_writer(root: Path, tmp_path: Path) -> None:
     (root / "src" / "pkg").rename(tmp_path / "outside" / "pkg")
     (root / "src" / "pkg").symlink_to(tmp_path / "outside" / "pkg", target_is_directory=True)
-    files = repo(root)
-    for attempt in (
-        lambda: files.read(PATH),
-        lambda: files.write(PATH, FileState(b"new\n", 0o644)),
-        lambda: files.write("src/pkg/deeper/new.py", FileState(b"new\n", 0o644)),
-        lambda: files.delete(PATH),
-    ):
-        with pytest.raises(UnsafePath, match="src/pkg is a symlink or not a directory"):
-            attempt()
+    writers_refuse(root, match="src/pkg is a symlink or not a directory")
+    writers_refuse(root, "src/pkg/deeper/new.py", match="src/pkg is a symlink or not a directory")
     with pytest.raises(UnsafePath, match="symlink"), opened_dir(root, ("src", "pkg"), create=True):
         pass
     assert (tmp_path / "outside" / "pkg" / "mod.py").read_bytes() == DATA
@@ -266,11 +262,4 @@ def test_absence_is_absence_for_writers_and_a_mismatch_for_the_reader(root: Path
 
 @pytest.mark.parametrize("path", ["../x.py", "/etc/passwd", "src//mod.py", "src/./mod.py", "src/mod\x00.py"])
 def test_bad_components_are_refused_by_the_writers(root: Path, path: str) -> None:
-    files = repo(root)
-    for attempt in (
-        lambda: files.read(path),
-        lambda: files.write(path, FileState(b"x", 0o644)),
-        lambda: files.delete(path),
-    ):
-        with pytest.raises(UnsafePath):
-            attempt()
+    writers_refuse(root, path, match="refusing path component")
