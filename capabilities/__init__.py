@@ -10,14 +10,13 @@ from __future__ import annotations
 from capabilities.mcp import ToolArgs, ToolCall, ToolOutcome, ToolRegistry, ToolSpec, call_tool
 from capabilities.mcp.tools import all_tools, build_registry
 from capabilities.policy import MEMORY_ORACLE_TOOLS, OPERATOR_TOOLS, ROLE_TOOLSETS, is_allowed, toolset_for
-from capabilities.principals import GrantBinding, Principal, PrincipalKind, current_principal, local_operator
+from capabilities.principals import Principal, PrincipalKind, current_principal, local_operator
 from capabilities.services import Services
 
 __all__ = [
     "MEMORY_ORACLE_TOOLS",
     "OPERATOR_TOOLS",
     "ROLE_TOOLSETS",
-    "GrantBinding",
     "Principal",
     "PrincipalKind",
     "Services",

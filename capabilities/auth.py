@@ -28,7 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
 from capabilities.policy import ROLE_TOOLSETS
-from capabilities.principals import GrantBinding, Principal, PrincipalKind
+from capabilities.principals import Principal, PrincipalKind
 from store import Store
 from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, OperatorTokenRecord
 from store.errors import InvalidArgument, Unauthenticated, error_body
@@ -49,7 +49,9 @@ TOKEN_QUERY_PARAMETERS = frozenset(
 )
 """Query parameters refused on guarded paths: tokens travel only in the ``Authorization`` header."""
 
-_BEARER = re.compile(r"^Bearer ([A-Za-z0-9_-]+)$", re.IGNORECASE)
+# The whole value, with fullmatch: "^...$" with match would let a trailing newline through.
+_BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]+)", re.IGNORECASE)
+_OPTIONAL_WHITESPACE = " \t"  # what HTTP allows around a field value (RFC 9110, 5.6.3); not CR or LF
 _log = structlog.get_logger("roundtable.auth")
 
 
@@ -89,21 +91,11 @@ def principal_from_record(record: GrantRecord | OperatorTokenRecord) -> Principa
         return Principal(
             kind=PrincipalKind.OPERATOR, name=record.name, role="operator", credential_id=record.id
         )
-    binding = GrantBinding(
-        grant_id=record.id,
-        role=record.role,
-        agent_id=record.agent_id,
-        proposal_id=record.proposal_id,
-        task_id=record.task_id,
-        scopes=record.scopes,
-        tools=record.tools,
-        launch_id=record.launch_id,
-    )
     return Principal(
         kind=PrincipalKind.CAPABILITY,
         name=record.agent_id,
         role=record.role,
-        grant=binding,
+        grant=record,
         credential_id=record.id,
     )
 
@@ -139,7 +131,7 @@ def bearer_token(headers: Sequence[tuple[bytes, bytes]], query_string: bytes) ->
         raise Unauthenticated("missing Authorization: Bearer header")
     if len(values) > 1:
         raise Unauthenticated("more than one Authorization header")
-    match = _BEARER.match(values[0].decode("latin-1").strip())
+    match = _BEARER.fullmatch(values[0].decode("latin-1").strip(_OPTIONAL_WHITESPACE))
     if match is None:
         raise Unauthenticated("malformed Authorization header; expected 'Bearer <token>'")
     return match.group(1)

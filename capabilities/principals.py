@@ -2,8 +2,8 @@
 
 A principal is decided by the transport, never by the caller's arguments: the local operator on
 stdio, an operator token on HTTP, or a role capability (a grant row) on HTTP or a launch socket.
-A capability principal carries its grant's proposal, task, agent and scopes; tool handlers read
-identity and scope from here only.
+A capability principal carries its grant, the store's :class:`~store.access.GrantRecord` itself
+(proposal, task, agent, scopes, tools); tool handlers read identity and scope from here only.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import contextvars
 from dataclasses import dataclass
 from enum import StrEnum
 
+from store.access import GrantRecord
+
 __all__ = [
-    "GrantBinding",
     "Principal",
     "PrincipalKind",
     "current_principal",
@@ -29,27 +30,14 @@ class PrincipalKind(StrEnum):
 
 
 @dataclass(frozen=True)
-class GrantBinding:
-    """What a capability grant fixes: one proposal, its task, the agent and the allowed scopes."""
-
-    grant_id: str
-    role: str
-    agent_id: str
-    proposal_id: str
-    task_id: str
-    scopes: frozenset[str]
-    tools: frozenset[str]
-    launch_id: str | None = None
-
-
-@dataclass(frozen=True)
 class Principal:
     """The authenticated caller of a tool."""
 
     kind: PrincipalKind
     name: str
     role: str
-    grant: GrantBinding | None = None
+    grant: GrantRecord | None = None
+    """The grant row a capability principal was authenticated by, as the store returned it."""
     credential_id: str | None = None
     """The operator token or grant row this principal was authenticated by (``None`` on stdio)."""
 

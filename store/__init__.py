@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from store._oracle import MAX_CITATIONS, OracleBinding, OracleStore
+from store._oracle import MAX_CITATIONS, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
-from store.access import ConsoleSessions, GrantStore
+from store.access import ConsoleSessions, GrantRecord, GrantStore
 from store.config import ProjectConfig, package_version
 from store.db import Database, apply_migrations
 from store.errors import (
@@ -46,6 +46,7 @@ __all__ = [
     "DockerUnavailable",
     "Event",
     "Forbidden",
+    "GrantRecord",
     "GrantStore",
     "InternalError",
     "InvalidArgument",
@@ -60,7 +61,6 @@ __all__ = [
     "MemoryStore",
     "NotFound",
     "NotInitialized",
-    "OracleBinding",
     "OracleStore",
     "PatchArtifactStore",
     "ProjectConfig",

@@ -21,10 +21,9 @@ otherwise ``invalid_citation`` and nothing is written. It changes no proposal, v
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass
 from typing import Any
 
-from store.access import PROJECT_SCOPE, require_live_grant
+from store.access import PROJECT_SCOPE, GrantRecord, require_live_grant
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument, InvalidCitation, NotFound
@@ -38,7 +37,6 @@ __all__ = [
     "MAX_CITATIONS",
     "MAX_WARNING_CHARS",
     "SEVERITIES",
-    "OracleBinding",
     "OracleStore",
     "current_patch",
     "task_history",
@@ -49,17 +47,6 @@ MAX_CITATIONS = 50
 MAX_WARNING_CHARS = 20_000
 SEVERITIES = ("info", "warning", "critical")
 WARNING_EVENT = "memory.oracle_warning"
-
-
-@dataclass(frozen=True)
-class OracleBinding:
-    """The parts of a grant the oracle's store calls need (the store knows no principals)."""
-
-    grant_id: str
-    agent_id: str
-    proposal_id: str
-    task_id: str
-    launch_id: str | None
 
 
 def _proposal_item(row: sqlite3.Row) -> dict[str, Any]:
@@ -82,14 +69,14 @@ def _cut(rows: list[Any]) -> tuple[list[Any], bool]:
     return rows[:HISTORY_LIMIT], len(rows) > HISTORY_LIMIT
 
 
-def _check_binding(conn: sqlite3.Connection, binding: OracleBinding) -> Proposal:
+def _check_binding(conn: sqlite3.Connection, binding: GrantRecord) -> Proposal:
     proposal = load_proposal(conn, binding.proposal_id)
     if proposal.task_id != binding.task_id:  # a grant row is immutable; this is a tampered DB
         raise Forbidden(f"proposal {binding.proposal_id} does not belong to task {binding.task_id}")
     return proposal
 
 
-def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: OracleBinding) -> dict[str, Any]:
+def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: GrantRecord) -> dict[str, Any]:
     """``task.history`` for the grant's task and proposal (run it in one read transaction)."""
     proposal_row = _check_binding(conn, binding)
     task = load_task(conn, binding.task_id)
@@ -146,7 +133,7 @@ def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: Oracl
     }
 
 
-def current_patch(conn: sqlite3.Connection, binding: OracleBinding) -> PatchVersion:
+def current_patch(conn: sqlite3.Connection, binding: GrantRecord) -> PatchVersion:
     """The current patch version of the grant's proposal."""
     proposal = _check_binding(conn, binding)
     version = proposal.current_version
@@ -182,7 +169,7 @@ def _check_citations(memory_ids: object, event_ids: object) -> tuple[list[str], 
     return memories, cited_events
 
 
-def _refuse_bad_memories(conn: sqlite3.Connection, binding: OracleBinding, ids: list[str]) -> None:
+def _refuse_bad_memories(conn: sqlite3.Connection, binding: GrantRecord, ids: list[str]) -> None:
     allowed = {binding.task_id, PROJECT_SCOPE}
     rows = {
         row["id"]: row
@@ -203,7 +190,7 @@ def _refuse_bad_memories(conn: sqlite3.Connection, binding: OracleBinding, ids: 
         raise InvalidCitation("invalid citation: " + "; ".join(problems), details={"problems": problems})
 
 
-def _refuse_foreign_events(conn: sqlite3.Connection, binding: OracleBinding, ids: list[int]) -> None:
+def _refuse_foreign_events(conn: sqlite3.Connection, binding: GrantRecord, ids: list[int]) -> None:
     if not ids:
         return
     rows = conn.execute(
@@ -225,17 +212,17 @@ class OracleStore:
         self.db = db
         self.config = config
 
-    def history(self, binding: OracleBinding) -> dict[str, Any]:
+    def history(self, binding: GrantRecord) -> dict[str, Any]:
         """``task.history``, in one read transaction."""
         return self.db.read(lambda conn: task_history(conn, self.config, binding))
 
-    def patch_version(self, binding: OracleBinding) -> PatchVersion:
+    def patch_version(self, binding: GrantRecord) -> PatchVersion:
         """The current patch version row of the grant's proposal."""
         return self.db.read(lambda conn: current_patch(conn, binding))
 
     def warn(
         self,
-        binding: OracleBinding,
+        binding: GrantRecord,
         *,
         message_md: object,
         cited_memory_ids: object,
@@ -249,7 +236,7 @@ class OracleStore:
         memories, events = _check_citations(cited_memory_ids, cited_event_ids)
 
         def write(conn: sqlite3.Connection) -> dict[str, Any]:
-            require_live_grant(conn, binding.grant_id)
+            require_live_grant(conn, binding.id)
             patch = current_patch(conn, binding)
             _refuse_bad_memories(conn, binding, memories)
             _refuse_foreign_events(conn, binding, events)
@@ -268,7 +255,7 @@ class OracleStore:
                     "severity": severity,
                     "cited_memory_ids": memories,
                     "cited_event_ids": events,
-                    "grant_id": binding.grant_id,
+                    "grant_id": binding.id,
                     "launch_id": binding.launch_id,
                 },
             )

@@ -52,7 +52,7 @@ async def call_tool(
     """Authorise, validate and run one tool call; never raises for a caller's mistake."""
     log = _log.bind(tool=name, principal=principal.name if principal else None)
     if principal is not None and principal.grant is not None:
-        log = log.bind(grant_id=principal.grant.grant_id, proposal_id=principal.grant.proposal_id)
+        log = log.bind(grant_id=principal.grant.id, proposal_id=principal.grant.proposal_id)
     try:
         if not is_allowed(principal, name):
             raise Forbidden(f"tool {name!r} is not available to this caller")

@@ -1,4 +1,4 @@
-"""Grant rows: :class:`GrantRecord` and the checks and revocations done in a caller's transaction.
+"""The grant type :class:`GrantRecord`, and the checks and revocations done in a caller's transaction.
 
 Other stores check and revoke grants inside their own write transaction, so a change and the grant
 state it depends on commit together: :func:`require_live_grant` re-reads a grant before a write made
@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from store._ids import utc_now
+from store._rows import as_dict, from_row
 from store.access._tokens import parse_time, stamp_time
 from store.errors import NotFound, Unauthenticated
 from store.events import append_event
@@ -24,6 +25,7 @@ from store.events import append_event
 __all__ = [
     "GrantRecord",
     "grant_from_row",
+    "load_grant",
     "require_live_grant",
     "revoke_for_launch_in",
     "revoke_for_proposal_in",
@@ -33,7 +35,13 @@ __all__ = [
 
 @dataclass(frozen=True)
 class GrantRecord:
-    """One capability grant, as stored (the token hash is not part of it)."""
+    """One capability grant: the one grant type, from its row to the principal and the oracle's store.
+
+    Minting and authentication return it; the principal of a capability call carries it
+    (``Principal.grant``), and the stores that act for a grant (the oracle's, memory writes) take it
+    as it is. Its fields are the ``capability_grants`` columns but for the token hash, which never
+    leaves the table.
+    """
 
     id: str
     role: str
@@ -54,41 +62,26 @@ class GrantRecord:
         return parse_time(self.expires_at) <= (now or utc_now())
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape shown to operators (never the token)."""
-        return {
-            "id": self.id,
-            "role": self.role,
-            "agent_id": self.agent_id,
-            "proposal_id": self.proposal_id,
-            "task_id": self.task_id,
-            "scopes": sorted(self.scopes),
-            "tools": sorted(self.tools),
-            "launch_id": self.launch_id,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-            "revoked_reason": self.revoked_reason,
-        }
+        """The JSON shape shown to operators (never the token): scopes and tools as sorted lists."""
+        return {**as_dict(self), "scopes": sorted(self.scopes), "tools": sorted(self.tools)}
 
 
 def grant_from_row(row: sqlite3.Row) -> GrantRecord:
     """The :class:`GrantRecord` a ``capability_grants`` row holds."""
-    return GrantRecord(
-        id=row["id"],
-        role=row["role"],
-        agent_id=row["agent_id"],
-        proposal_id=row["proposal_id"],
-        task_id=row["task_id"],
+    return from_row(
+        GrantRecord,
+        row,
         scopes=frozenset(json.loads(row["scopes"])),
         tools=frozenset(json.loads(row["tools"])),
-        launch_id=row["launch_id"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-        revoked_reason=row["revoked_reason"],
     )
+
+
+def load_grant(conn: sqlite3.Connection, grant_id: str) -> GrantRecord:
+    """The grant ``grant_id``, read in the caller's transaction, or :class:`NotFound`."""
+    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"capability grant {grant_id} does not exist")
+    return grant_from_row(row)
 
 
 def require_live_grant(
@@ -99,10 +92,10 @@ def require_live_grant(
     Writes made on behalf of a capability call this in their own transaction, so a revocation
     that lands between authentication and the write still stops the write.
     """
-    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    if row is None:
-        raise Unauthenticated("the capability is not known")
-    grant = grant_from_row(row)
+    try:
+        grant = load_grant(conn, grant_id)
+    except NotFound:
+        raise Unauthenticated("the capability is not known") from None
     if grant.revoked_at is not None:
         raise Unauthenticated("the credential has been revoked")
     if grant.is_expired(now):
@@ -117,19 +110,14 @@ def revoke_in(
 
     Returns the grant and whether this call revoked it (``False`` when it already was).
     """
-    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"capability grant {grant_id} does not exist")
-    if row["revoked_at"] is not None:
-        return grant_from_row(row), False
+    if (current := load_grant(conn, grant_id)).revoked_at is not None:
+        return current, False
     now = stamp_time(utc_now())
     conn.execute(
         "UPDATE capability_grants SET revoked_at = ?, revoked_reason = ? WHERE id = ? AND revoked_at IS NULL",
         (now, reason, grant_id),
     )
-    grant = grant_from_row(
-        conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    )
+    grant = load_grant(conn, grant_id)
     append_event(
         conn,
         "capability.revoked",

@@ -7,7 +7,7 @@ expiry. Grants and operator tokens (:mod:`store.access._tokens`) are bearer toke
 equality, so the lookup leaks nothing useful about near misses) and confirms it with
 :func:`hmac.compare_digest`. Expired or revoked credentials raise :class:`Unauthenticated`.
 
-The raw token is returned once, inside :class:`~store.tokens.IssuedToken` whose ``repr`` hides it,
+The raw token is returned once, inside :class:`~store.access._tokens.IssuedToken` whose ``repr`` hides it,
 and never reaches the database, an event, a log line or an error message. ``capability.granted``
 and ``capability.revoked`` events are written in the transaction of the change they describe.
 
@@ -21,15 +21,16 @@ from __future__ import annotations
 
 import hmac
 import json
-import re
 import sqlite3
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from store._ids import new_id, utc_now
+from store._text import is_label
 from store.access._grant_rows import (
     GrantRecord,
     grant_from_row,
+    load_grant,
     require_live_grant,
     revoke_for_launch_in,
     revoke_for_proposal_in,
@@ -72,11 +73,10 @@ __all__ = [
 
 PROJECT_SCOPE = "project"
 DEFAULT_GRANT_TTL_SECONDS = 900
-_LABEL_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 
 
 def _check_label(name: str, value: object) -> str:
-    if not isinstance(value, str) or not _LABEL_SHAPE.match(value):
+    if not isinstance(value, str) or not is_label(value):  # the whole string: "P-1\n" is no label
         raise InvalidArgument(f"{name} must be a nonblank identifier (letters, digits, '.', '_', ':', '-')")
     return value
 
@@ -92,10 +92,9 @@ def _check_tools(tools: object) -> list[str]:
 
 def _proposal_task(conn: sqlite3.Connection, proposal_id: str) -> str:
     """The task of proposal ``proposal_id``, refusing unknown or closed proposals."""
-    try:
-        row = conn.execute("SELECT task_id, status FROM proposals WHERE id = ?", (proposal_id,)).fetchone()
-    except sqlite3.OperationalError as exc:  # the proposals table is not migrated in yet
-        raise NotFound(f"proposal {proposal_id} does not exist") from exc
+    # The proposals table comes before capability_grants in the migrations, so no OperationalError
+    # here means "no such proposal": every one propagates, to be translated at the database boundary.
+    row = conn.execute("SELECT task_id, status FROM proposals WHERE id = ?", (proposal_id,)).fetchone()
     if row is None:
         raise NotFound(f"proposal {proposal_id} does not exist")
     from store.work import ProposalStatus  # late: store.work imports store.access
@@ -164,8 +163,7 @@ class GrantStore:
                     stamp_time(now + timedelta(seconds=ttl)),
                 ),
             )
-            row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-            grant = grant_from_row(row)
+            grant = load_grant(conn, grant_id)
             append_event(
                 conn,
                 "capability.granted",
@@ -188,12 +186,7 @@ class GrantStore:
 
     def get_grant(self, grant_id: str) -> GrantRecord:
         """One grant by ID, or :class:`NotFound`."""
-        row = self.db.read(
-            lambda conn: conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-        )
-        if row is None:
-            raise NotFound(f"capability grant {grant_id} does not exist")
-        return grant_from_row(row)
+        return self.db.read(lambda conn: load_grant(conn, grant_id))
 
     def list_grants(self, *, proposal_id: str | None = None, active_only: bool = False) -> list[GrantRecord]:
         """Grants, newest first, optionally of one proposal and only live ones."""
@@ -215,15 +208,11 @@ class GrantStore:
         launch_v = _check_label("launch_id", launch_id)
 
         def write(conn: sqlite3.Connection) -> GrantRecord:
-            row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-            if row is None:
-                raise NotFound(f"capability grant {grant_id} does not exist")
-            if row["launch_id"] not in (None, launch_v):
-                raise Conflict(f"capability grant {grant_id} already belongs to launch {row['launch_id']}")
+            bound = load_grant(conn, grant_id).launch_id
+            if bound not in (None, launch_v):
+                raise Conflict(f"capability grant {grant_id} already belongs to launch {bound}")
             conn.execute("UPDATE capability_grants SET launch_id = ? WHERE id = ?", (launch_v, grant_id))
-            return grant_from_row(
-                conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-            )
+            return load_grant(conn, grant_id)
 
         return self.db.write(write)
 

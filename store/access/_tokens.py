@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from store._ids import new_id
+from store._rows import as_dict, from_row
 from store.errors import InvalidArgument, NotFound
 from store.events import append_event
 
@@ -40,8 +41,9 @@ __all__ = [
 
 TOKEN_BYTES = 32
 MAX_TTL_SECONDS = 7 * 24 * 3600
-_TOKEN_SHAPE = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
-_NAME_SHAPE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
+# Whole-string shapes, checked with fullmatch: "^...$" with match would accept a trailing newline.
+_TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{32,128}")
+_NAME_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}")
 _TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 _Record = TypeVar("_Record")
@@ -62,7 +64,7 @@ def hash_token(token: str) -> str:
 
 def looks_like_token(value: str) -> bool:
     """Whether ``value`` has the shape of a minted token (URL-safe base64, sane length)."""
-    return bool(_TOKEN_SHAPE.match(value))
+    return _TOKEN_SHAPE.fullmatch(value) is not None
 
 
 def new_token() -> tuple[str, str]:
@@ -107,36 +109,29 @@ class OperatorTokenRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape shown to operators (never the token)."""
-        return {
-            "id": self.id,
-            "name": self.name,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "revoked_at": self.revoked_at,
-        }
+        return as_dict(self)
 
 
 def operator_from_row(row: sqlite3.Row) -> OperatorTokenRecord:
     """Build an :class:`OperatorTokenRecord` from an ``operator_tokens`` row."""
-    return OperatorTokenRecord(
-        id=row["id"],
-        name=row["name"],
-        created_by=row["created_by"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        revoked_at=row["revoked_at"],
-    )
+    return from_row(OperatorTokenRecord, row)
 
 
 def check_operator_name(name: object) -> str:
     """An operator's name: 1-100 characters of a conservative alphabet."""
-    if not isinstance(name, str) or not _NAME_SHAPE.match(name):
+    if not isinstance(name, str) or _NAME_SHAPE.fullmatch(name) is None:
         raise InvalidArgument(
             "name must be 1-100 characters: letters, digits, '.', '_', '@', ':' or '-', "
             "starting with a letter or digit"
         )
     return name
+
+
+def _load_operator_token(conn: sqlite3.Connection, token_id: str) -> OperatorTokenRecord:
+    row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"operator token {token_id} does not exist")
+    return operator_from_row(row)
 
 
 def insert_operator_token(
@@ -156,27 +151,20 @@ def insert_operator_token(
         actor=actor,
         payload={"token_id": token_id, "name": name, "expires_at": expires},
     )
-    return operator_from_row(
-        conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
-    )
+    return _load_operator_token(conn, token_id)
 
 
 def revoke_operator_token_in(
     conn: sqlite3.Connection, token_id: str, *, actor: str, now: datetime
 ) -> tuple[OperatorTokenRecord, bool]:
     """Revoke an operator token in the caller's transaction; whether this call revoked it."""
-    row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"operator token {token_id} does not exist")
-    if row["revoked_at"] is not None:
-        return operator_from_row(row), False
+    if (current := _load_operator_token(conn, token_id)).revoked_at is not None:
+        return current, False
     conn.execute(
         "UPDATE operator_tokens SET revoked_at = ?, revoked_reason = 'revoked by operator' WHERE id = ?",
         (stamp_time(now), token_id),
     )
     append_event(
-        conn, "operator_token.revoked", actor=actor, payload={"token_id": token_id, "name": row["name"]}
+        conn, "operator_token.revoked", actor=actor, payload={"token_id": token_id, "name": current.name}
     )
-    return operator_from_row(
-        conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
-    ), True
+    return _load_operator_token(conn, token_id), True

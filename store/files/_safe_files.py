@@ -1,16 +1,9 @@
-"""Reading stored artifacts without following a symlink anywhere on the way (SECURITY.md).
+"""Reading stored artifacts through a root handle held since start-up (SECURITY.md, safe file access).
 
-:class:`SafeFiles` opens the project root once, at startup, as a directory descriptor
-(``O_RDONLY|O_DIRECTORY|O_CLOEXEC``). A read walks every component below it with
-``os.open(name, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC, dir_fd=parent)`` and opens the file
-with ``O_RDONLY|O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC``, so a symlinked ``.roundtable``, ``patches``,
-proposal directory or file is refused instead of followed, even when it is swapped in while the
-walk runs: each step resolves one name inside a directory already held open. ``O_NONBLOCK``
-keeps a FIFO from blocking the open; the ``fstat`` that follows refuses it.
-
-After opening, ``fstat`` must show a regular file with exactly one link (a hard link could alias
-a file outside the tree), on the root's device (no mount under the tree), no larger than the
-cap; the bytes read must stay under the cap and hash to the SHA-256 the database recorded.
+:class:`SafeFiles` opens the project root once, at startup, as a directory descriptor. A read walks
+to the artifact's directory and reads the file with the one no-symlink walk of
+:mod:`store.files._walk` (no symlink followed, the root's device throughout, a regular file with one
+link within the cap), then checks that the bytes hash to the SHA-256 the database recorded.
 
 Errors: a bad component, symlink, non-regular file, extra link, foreign device or oversized file
 is :class:`UnsafePath`; a missing file or a hash that no longer matches is :class:`ArtifactMismatch`.
@@ -18,26 +11,18 @@ is :class:`UnsafePath`; a missing file or a hash that no longer matches is :clas
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import hmac
 import os
-import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from store.errors import ArtifactMismatch, InternalError, UnsafePath
+from store.errors import ArtifactMismatch, InternalError
+from store.files._walk import check_components, open_root, read_file_at, walk
 
-__all__ = ["SafeArtifact", "SafeFiles", "check_components", "split_relative"]
-
-_ROOT_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# What the kernel answers when O_NOFOLLOW meets a symlink, or O_DIRECTORY meets a non-directory.
-_SYMLINK_ERRNOS = frozenset({errno.ELOOP, errno.ENOTDIR, errno.EMLINK})
-_CHUNK = 1 << 16
+__all__ = ["SafeArtifact", "SafeFiles"]
 
 
 @dataclass(frozen=True)
@@ -49,31 +34,6 @@ class SafeArtifact:
     size_bytes: int
 
 
-def check_components(components: Sequence[str]) -> tuple[str, ...]:
-    """Validate path components: nonempty, no ``.``/``..``, no separator, no NUL, not absolute."""
-    if isinstance(components, str) or not components:
-        raise UnsafePath("a path must be a nonempty sequence of components")
-    checked = []
-    for part in components:
-        if not isinstance(part, str) or part in ("", ".", ".."):
-            raise UnsafePath(f"refusing path component {part!r}")
-        if "/" in part or "\x00" in part or os.sep in part:
-            raise UnsafePath(f"refusing path component {part!r}: separators, absolute paths and NUL")
-        checked.append(part)
-    return tuple(checked)
-
-
-def split_relative(path: str) -> tuple[str, ...]:
-    """Split a relative ``a/b/c`` path into checked components; absolute paths are refused."""
-    if not isinstance(path, str) or path.startswith("/") or "\x00" in path:
-        raise UnsafePath(f"refusing path {path!r}: it must be relative and free of NUL")
-    return check_components(path.split("/"))
-
-
-def _display(components: Sequence[str]) -> str:
-    return "/".join(components)
-
-
 class SafeFiles:
     """A directory handle on the project root and the no-follow reads made through it."""
 
@@ -81,8 +41,7 @@ class SafeFiles:
         self.root = Path(root)
         # The root is the trusted starting point chosen by the operator, so it may be reached
         # through symlinks; everything below it may not.
-        self._fd: int | None = os.open(self.root, _ROOT_FLAGS)
-        self._dev = os.fstat(self._fd).st_dev
+        self._fd: int | None = open_root(self.root)
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -99,8 +58,6 @@ class SafeFiles:
             # A duplicate, so a concurrent close() cannot pull the descriptor from under a walk.
             return os.dup(self._fd)
 
-    # -- reads ---------------------------------------------------------------------------------
-
     def read_unverified(self, components: Sequence[str], *, max_bytes: int) -> SafeArtifact:
         """Read ``root/components...`` without following symlinks, without a hash check.
 
@@ -108,17 +65,21 @@ class SafeFiles:
         database holds no hash for, and for tests of the walk itself.
         """
         parts = check_components(components)
+        where = "/".join(parts)
         if max_bytes < 0:
             raise InternalError("max_bytes must not be negative")
-        parent = self._root_fd()
         try:
-            for index, name in enumerate(parts[:-1]):
-                child = self._open_dir(parent, name, parts[: index + 1])
-                os.close(parent)
-                parent = child
-            return self._read_file(parent, parts, max_bytes)
+            parent, _ = walk(self._root_fd(), parts[:-1])
+        except FileNotFoundError as exc:
+            raise ArtifactMismatch(f"{exc.filename} is missing") from None
+        try:
+            found = read_file_at(parent, parts[-1], max_bytes=max_bytes, where=where)
         finally:
             os.close(parent)
+        if found is None:
+            raise ArtifactMismatch(f"{where} is missing")
+        data = found[0]
+        return SafeArtifact(data, hashlib.sha256(data).hexdigest(), len(data))
 
     def read_artifact(
         self, components: Sequence[str], *, expected_sha256: str, max_bytes: int
@@ -127,73 +88,6 @@ class SafeFiles:
         artifact = self.read_unverified(components, max_bytes=max_bytes)
         if not hmac.compare_digest(artifact.sha256, expected_sha256.lower()):
             raise ArtifactMismatch(
-                f"{_display(components)} no longer matches the SHA-256 recorded in the database"
+                f"{'/'.join(components)} no longer matches the SHA-256 recorded in the database"
             )
         return artifact
-
-    # -- steps ---------------------------------------------------------------------------------
-
-    def _open_dir(self, parent: int, name: str, so_far: Sequence[str]) -> int:
-        try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
-        except FileNotFoundError:
-            raise ArtifactMismatch(f"{_display(so_far)} is missing") from None
-        except OSError as exc:
-            if exc.errno in _SYMLINK_ERRNOS:
-                raise UnsafePath(f"{_display(so_far)} is a symlink or not a directory") from None
-            raise
-        try:
-            if os.fstat(fd).st_dev != self._dev:
-                raise UnsafePath(f"{_display(so_far)} is on another file system than the project")
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _read_file(self, parent: int, parts: Sequence[str], max_bytes: int) -> SafeArtifact:
-        where = _display(parts)
-        name = parts[-1]
-        # Refuse FIFOs, devices and symlinks before opening them at all; fstat below re-checks
-        # what was actually opened, since the name can be swapped between the two calls.
-        try:
-            before = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except FileNotFoundError:
-            raise ArtifactMismatch(f"{where} is missing") from None
-        _check_file(before, where, self._dev, max_bytes)
-        try:
-            fd = os.open(name, _FILE_FLAGS, dir_fd=parent)
-        except FileNotFoundError:
-            raise ArtifactMismatch(f"{where} is missing") from None
-        except OSError as exc:
-            if exc.errno in _SYMLINK_ERRNOS:
-                raise UnsafePath(f"{where} is a symlink") from None
-            raise
-        try:
-            _check_file(os.fstat(fd), where, self._dev, max_bytes)
-            digest = hashlib.sha256()
-            chunks: list[bytes] = []
-            total = 0
-            while chunk := os.read(fd, min(_CHUNK, max_bytes + 1 - total) or 1):
-                total += len(chunk)
-                if total > max_bytes:
-                    raise UnsafePath(f"{where} grew past {max_bytes} bytes while being read")
-                digest.update(chunk)
-                chunks.append(chunk)
-        except BlockingIOError:
-            raise UnsafePath(f"{where} is not a regular file") from None
-        finally:
-            os.close(fd)
-        return SafeArtifact(b"".join(chunks), digest.hexdigest(), total)
-
-
-def _check_file(info: os.stat_result, where: str, dev: int, max_bytes: int) -> None:
-    if stat.S_ISLNK(info.st_mode):
-        raise UnsafePath(f"{where} is a symlink")
-    if not stat.S_ISREG(info.st_mode):
-        raise UnsafePath(f"{where} is not a regular file")
-    if info.st_nlink != 1:
-        raise UnsafePath(f"{where} has {info.st_nlink} links; artifacts must have exactly one")
-    if info.st_dev != dev:
-        raise UnsafePath(f"{where} is on another file system than the project")
-    if info.st_size > max_bytes:
-        raise UnsafePath(f"{where} is {info.st_size} bytes, over the {max_bytes}-byte limit")

@@ -1,8 +1,9 @@
 """The project's own files, as ``patch.validate`` and ``patch.apply`` see them.
 
-:class:`RepoFiles` reads and writes files of the working tree through directory descriptors,
-never following a symlink (a patch path whose directory is a symlink is ``unsafe_path``, so a
-patch can never write outside the project). It is the seam for fault injection: a test subclass
+:class:`RepoFiles` reads and writes files of the working tree through the one no-symlink walk of
+:mod:`store.files` (a patch path whose directory is a symlink or on another file system, or whose
+file is not a regular file with one link, is ``unsafe_path``, so a patch can never write outside the
+project). It is the seam for fault injection: a test subclass
 can fail part-way through an apply.
 
 A state hash summarises a set of files (path, SHA-256 of the content or ``absent``, mode), so a
@@ -22,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from store._project import STATE_DIR_NAME
-from store.errors import UnsafePath
-from store.files import create_file_at, open_dir, opened_dir, read_file_at, replace_file_at
+from store.files import create_file_at, open_dir, opened_dir, read_file_at, remove_file_at, replace_file_at
 
 __all__ = ["FileState", "RepoFiles", "read_rollback_artifact", "state_hash", "write_rollback_artifact"]
 
@@ -74,7 +74,7 @@ class RepoFiles:
         except FileNotFoundError:
             return FileState(None)
         try:
-            found = read_file_at(fd, name, max_bytes=self.max_bytes)
+            found = read_file_at(fd, name, max_bytes=self.max_bytes, where=path)
         finally:
             os.close(fd)
         if found is None:
@@ -100,13 +100,7 @@ class RepoFiles:
         except FileNotFoundError:
             return
         try:
-            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if not stat.S_ISREG(info.st_mode):
-                raise UnsafePath(f"{path} is not a regular file")
-            os.unlink(name, dir_fd=fd)
-            os.fsync(fd)
-        except FileNotFoundError:
-            pass
+            remove_file_at(fd, name, where=path)
         finally:
             os.close(fd)
 

@@ -20,7 +20,7 @@ from capabilities.policy import MEMORY_ORACLE_TOOLS
 from capabilities.principals import PrincipalKind
 from capabilities.services import Services
 from capabilities.serving._transports import BoundAddress, build_asgi_app, build_launch_app, serving
-from store import Store
+from store import GrantRecord, Store
 from store._ids import utc_now
 from store.errors import InvalidArgument, Unauthenticated
 from store.events._log import list_events
@@ -90,6 +90,25 @@ def test_bearer_token_parsing() -> None:
             bearer_token([(b"authorization", f"Bearer {token}".encode())], query)
 
 
+def test_a_bearer_header_is_matched_whole_so_a_trailing_newline_is_malformed() -> None:
+    token = "A" * 43
+    # HTTP's optional whitespace around a value is allowed; CR and LF are not part of a header value.
+    assert bearer_token([(b"authorization", f" \tBearer {token} \t".encode())], b"") == token
+    for value in (f"Bearer {token}\n", f"Bearer {token}\r\n", f"Bearer {token}\nX", f"\nBearer {token}"):
+        with pytest.raises(Unauthenticated, match="malformed"):
+            bearer_token([(b"authorization", value.encode())], b"")
+
+
+def test_a_capability_principal_carries_the_grant_record_itself(store: Store) -> None:
+    _, token = oracle_token(store, launch_id="L-1")
+    record = store.grants.authenticate(token)
+    assert isinstance(record, GrantRecord)
+    principal = principal_from_record(record)
+    assert principal.grant is record
+    assert principal.credential_id == record.id and principal.role == record.role == "memory_oracle"
+    assert principal.grant.launch_id == "L-1" and principal.grant.scopes == record.scopes
+
+
 def test_issue_capability_refuses_unknown_and_operator_roles(store: Store) -> None:
     _, proposal_id = insert_proposal(store)
     for role in ("operator", "reviewer", ""):
@@ -152,7 +171,9 @@ async def test_expired_and_revoked_grants_get_401_on_the_next_call(
     address: BoundAddress, store: Store
 ) -> None:
     grant_id, token = oracle_token(store, ttl=60)
-    _, short = oracle_token(store, ttl=1)
+    # Expiry is reached by moving the store's clock, not by waiting: a 1-second grant could lapse
+    # on a loaded machine before its first call, which must still succeed.
+    _, short = oracle_token(store, ttl=60)
     async with mcp_client(address, token) as client:
         assert not (await client.call_tool("memory.query", {})).is_error
         store.grants.revoke(grant_id, actor="operator")
@@ -162,7 +183,7 @@ async def test_expired_and_revoked_grants_get_401_on_the_next_call(
 
     async with mcp_client(address, short) as client:
         assert not (await client.call_tool("memory.query", {})).is_error
-        store.grants.clock = lambda: utc_now() + timedelta(seconds=5)  # the grant expires now
+        store.grants.clock = lambda: utc_now() + timedelta(seconds=61)  # the grant expires now
         with pytest.raises(MCPError):
             await client.call_tool("memory.query", {})
     error = await assert_401(address, {"Authorization": f"Bearer {short}"})

@@ -17,9 +17,9 @@ from capabilities.policy import (
     policy_tool_names,
     toolset_for,
 )
-from capabilities.principals import GrantBinding, Principal, PrincipalKind, current_principal, local_operator
+from capabilities.principals import Principal, PrincipalKind, current_principal, local_operator
 from capabilities.services import Services
-from store import Store
+from store import GrantRecord, Store
 from tests.capabilities.oracle_helpers import build_world
 
 pytestmark = pytest.mark.anyio
@@ -69,7 +69,8 @@ def test_the_role_toolsets_are_exactly_the_contract() -> None:
 
 def test_a_capability_sees_the_intersection_of_role_and_grant() -> None:
     def capability(role: str, tools: frozenset[str]) -> Principal:
-        binding = GrantBinding("C-1", role, "a", "P-1", "T-1", frozenset({"T-1", "project"}), tools)
+        scopes = frozenset({"T-1", "project"})
+        binding = GrantRecord("C-1", role, "a", "P-1", "T-1", scopes, tools, None, "op", "", "", None, None)
         return Principal(kind=PrincipalKind.CAPABILITY, name="a", role=role, grant=binding)
 
     assert toolset_for(capability("memory_oracle", MEMORY_ORACLE_TOOLS)) == MEMORY_ORACLE_TOOLS

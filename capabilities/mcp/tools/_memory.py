@@ -115,7 +115,7 @@ async def _record(call: ToolCall) -> dict[str, Any]:
         actor=call.principal.actor,
         source_proposal_id=grant.proposal_id if grant is not None else None,
         allowed_scopes=grant.scopes if grant is not None else None,
-        grant_id=grant.grant_id if grant is not None else None,
+        grant_id=grant.id if grant is not None else None,
     )
     return {"entry": entry.core()}
 

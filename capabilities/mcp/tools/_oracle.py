@@ -13,8 +13,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
-from capabilities.principals import GrantBinding, Principal
-from store import MAX_CITATIONS, OracleBinding, OracleStore
+from capabilities.principals import Principal
+from store import MAX_CITATIONS, GrantRecord, OracleStore
 from store.errors import Forbidden, InvalidArgument
 
 __all__ = ["DEFAULT_INSPECT_BYTES", "MAX_INSPECT_BYTES", "TOOLS", "bound_grant"]
@@ -61,7 +61,7 @@ class WarnArgs(ToolArgs):
 
 def bound_grant(
     principal: Principal, *, proposal_id: str | None = None, task_id: str | None = None
-) -> GrantBinding:
+) -> GrantRecord:
     """The caller's grant, refusing callers without one and arguments naming another proposal or task."""
     grant = principal.grant
     if grant is None:
@@ -73,16 +73,6 @@ def bound_grant(
     return grant
 
 
-def _binding(grant: GrantBinding) -> OracleBinding:
-    return OracleBinding(
-        grant_id=grant.grant_id,
-        agent_id=grant.agent_id,
-        proposal_id=grant.proposal_id,
-        task_id=grant.task_id,
-        launch_id=grant.launch_id,
-    )
-
-
 def _oracle(call: ToolCall) -> OracleStore:
     store = call.services.store
     return OracleStore(store.db, store.config)
@@ -91,7 +81,7 @@ def _oracle(call: ToolCall) -> OracleStore:
 async def _history(call: ToolCall) -> dict[str, Any]:
     args: HistoryArgs = call.args
     grant = bound_grant(call.principal, proposal_id=args.proposal_id, task_id=args.task_id)
-    return await call.services.store.db.run(_oracle(call).history, _binding(grant))
+    return await call.services.store.db.run(_oracle(call).history, grant)
 
 
 def _utf8_prefix(data: bytes, limit: int) -> str:
@@ -111,7 +101,7 @@ async def _inspect(call: ToolCall) -> dict[str, Any]:
     if not 1 <= args.max_bytes <= MAX_INSPECT_BYTES:
         raise InvalidArgument(f"max_bytes must lie between 1 and {MAX_INSPECT_BYTES}")
     store = call.services.store
-    version = await store.db.run(_oracle(call).patch_version, _binding(grant))
+    version = await store.db.run(_oracle(call).patch_version, grant)
     # The whole file is read and hashed (a prefix cannot be verified); only the answer is cut.
     data = await store.db.run(store.patches.read_verified, version)
     return {
@@ -130,7 +120,7 @@ async def _warn(call: ToolCall) -> dict[str, Any]:
     grant = bound_grant(call.principal, proposal_id=args.proposal_id, task_id=args.task_id)
     event = await call.services.store.db.run(
         _oracle(call).warn,
-        _binding(grant),
+        grant,
         message_md=args.message_md,
         cited_memory_ids=args.cited_memory_ids,
         cited_event_ids=args.cited_event_ids,

@@ -15,9 +15,8 @@ from mcp import Client
 from capabilities.policy import MEMORY_ORACLE_TOOLS
 from capabilities.services import Services
 from capabilities.serving._transports import BoundAddress, build_asgi_app, build_launch_app, serving
-from store import Store
+from store import OracleStore, Store
 from store._ids import new_id, utc_now_iso
-from store._oracle import OracleBinding, OracleStore
 from store.errors import Unauthenticated
 from store.events._log import append_event, list_events
 from store.patches._artifacts import patch_relative_path
@@ -363,11 +362,10 @@ async def test_truncation_flags_flip_at_101_per_list_independently(
 def test_a_revoked_grant_cannot_warn_even_after_authentication(store: Store) -> None:
     world = build_world(store)
     grant = world.principal.grant
-    assert grant is not None
-    binding = OracleBinding(grant.grant_id, grant.agent_id, grant.proposal_id, grant.task_id, grant.launch_id)
+    assert grant is not None and grant.revoked_at is None
     oracle = OracleStore(store.db, store.config)
     store.grants.revoke(world.grant_id, actor="op")
     before = project_snapshot(store.paths)
     with pytest.raises(Unauthenticated):
-        oracle.warn(binding, message_md="late", cited_memory_ids=[world.task_memory])
+        oracle.warn(grant, message_md="late", cited_memory_ids=[world.task_memory])
     assert project_snapshot(store.paths) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -208,3 +209,87 @@ def test_tokens_are_unique_and_random(store: Store) -> None:
     _, proposal_id = insert_proposal(store)
     tokens = {mint(store, proposal_id)[1] for _ in range(20)}
     assert len(tokens) == 20
+
+
+# -- whole-string shapes and honest errors ---------------------------------------------------------
+
+
+def test_labels_names_and_tokens_with_a_trailing_newline_are_refused(store: Store) -> None:
+    """``^...$`` with ``re.match`` accepts ``"x\\n"``; every shape here is checked on the whole string."""
+    _, proposal_id = insert_proposal(store)
+    good: dict[str, Any] = {
+        "proposal_id": proposal_id,
+        "role": "memory_oracle",
+        "agent_id": "memory-oracle-1",
+        "tools": ORACLE_TOOLS,
+        "ttl_seconds": 60,
+        "actor": "operator",
+        "launch_id": "L-1",
+    }
+    for field in ("proposal_id", "role", "agent_id", "launch_id"):
+        with pytest.raises(InvalidArgument, match=field):
+            store.grants.mint_grant(**{**good, field: f"{good[field]}\n"})
+    with pytest.raises(InvalidArgument, match="tool"):
+        store.grants.mint_grant(**{**good, "tools": frozenset({"memory.query\n"})})
+    assert store.grants.list_grants() == []
+    issued = store.grants.mint_grant(**good)
+    with pytest.raises(InvalidArgument):
+        store.grants.bind_launch(issued.record.id, "L-1\n", actor="supervisor")
+    with pytest.raises(InvalidArgument):
+        store.grants.revoke(f"{issued.record.id}\n", actor="operator")
+    assert store.grants.get_grant(issued.record.id).revoked_at is None
+
+    with pytest.raises(InvalidArgument, match="name"):
+        store.grants.mint_operator_token(name="alice\n", actor="operator")
+    assert store.grants.list_operator_tokens() == []
+    alice = store.grants.mint_operator_token(name="alice", actor="operator")
+    with pytest.raises(InvalidArgument):
+        store.grants.revoke_operator_token(f"{alice.record.id}\n", actor="operator")
+
+    for token in (issued.token, alice.token):
+        with pytest.raises(Unauthenticated, match="malformed"):
+            store.grants.authenticate(f"{token}\n")
+        store.grants.authenticate(token)
+
+
+def test_a_database_error_while_minting_is_not_reported_as_not_found(store: Store) -> None:
+    """Only "no such proposal" is ``not_found``; a broken database is not (it is translated elsewhere)."""
+    _, proposal_id = insert_proposal(store)
+    store.db.connection().execute("ALTER TABLE proposals RENAME TO proposals_elsewhere")
+    with pytest.raises(Exception) as caught:
+        mint(store, proposal_id)
+    error = caught.value
+    assert not isinstance(error, NotFound)
+    chain = [error, error.__cause__, error.__context__]
+    assert any(isinstance(link, sqlite3.OperationalError) for link in chain), chain
+    assert (
+        store.db.read(lambda conn: conn.execute("SELECT count(*) FROM capability_grants").fetchone()[0]) == 0
+    )
+
+
+def test_one_grant_type_from_row_to_json(store: Store) -> None:
+    task_id, proposal_id = insert_proposal(store)
+    grant_id, token = mint(store, proposal_id, launch_id="L-1")
+    grant = store.grants.authenticate(token)
+    assert isinstance(grant, GrantRecord)
+    assert grant == store.grants.get_grant(grant_id) == store.grants.list_grants()[0]
+    with pytest.raises(AttributeError):
+        grant.proposal_id = "P-other"  # type: ignore[misc]
+    assert grant.to_dict() == {
+        "id": grant_id,
+        "role": "memory_oracle",
+        "agent_id": "memory-oracle-1",
+        "proposal_id": proposal_id,
+        "task_id": task_id,
+        "scopes": sorted({task_id, "project"}),
+        "tools": sorted(ORACLE_TOOLS),
+        "launch_id": "L-1",
+        "created_by": "operator",
+        "created_at": grant.created_at,
+        "expires_at": grant.expires_at,
+        "revoked_at": None,
+        "revoked_reason": None,
+    }
+    operator = store.grants.mint_operator_token(name="alice", actor="operator").record
+    assert list(operator.to_dict()) == ["id", "name", "created_by", "created_at", "expires_at", "revoked_at"]
+    assert store.grants.list_operator_tokens() == [operator]

@@ -12,7 +12,7 @@ import pytest
 
 from store import ProjectPaths, Store
 from store.errors import ArtifactMismatch, InternalError, UnsafePath
-from store.files._safe_files import SafeFiles, check_components, split_relative
+from store.files import SafeFiles, check_components, split_relative
 
 INSIDE = b"--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-old\n+new\n"
 OUTSIDE = b"SECRET FROM OUTSIDE THE TREE\n"
