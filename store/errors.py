@@ -158,3 +158,111 @@ class InternalError(RoundtableError):
 
     code = "internal"
     http_status = 500
+
+
+# Memory route codes
+# The memory endpoints of the HTTP API narrow the generic codes (CONTRACTS, "HTTP API"); each is a
+# subclass of the error whose HTTP status it answers with. They join ``__all__`` at the end of this
+# block, so this block stays apart from the rest of the module.
+
+
+class InvalidMemory(InvalidArgument):
+    """``POST /memories``: a field of the new entry is missing, mistyped, blank or out of range."""
+
+    code = "invalid_memory"
+
+
+class InvalidRevision(InvalidArgument):
+    """``POST /memories/{id}/revisions``: the body, title or reason of a revision is unacceptable."""
+
+    code = "invalid_revision"
+
+
+class InvalidExpectedRevision(InvalidArgument):
+    """``POST /memories/{id}/revisions``: ``expected_revision`` is not a positive integer."""
+
+    code = "invalid_expected_revision"
+
+
+class InvalidMemoryTarget(InvalidArgument):
+    """A merge names no ``target_id``."""
+
+    code = "invalid_memory_target"
+
+
+class InvalidMemoryAction(InvalidArgument):
+    """A state action other than pin, unpin, archive and restore."""
+
+    code = "invalid_memory_action"
+
+
+class MemoryNotFound(NotFound):
+    """The memory entry a route names does not exist."""
+
+    code = "memory_not_found"
+
+
+class MemoryTargetNotFound(NotFound):
+    """The ``target_id`` of a merge names no entry."""
+
+    code = "memory_target_not_found"
+
+
+class RevisionNotFound(NotFound):
+    """A revision label names no stored revision of the entry."""
+
+    code = "revision_not_found"
+
+
+class ResynthesisRequestNotFound(NotFound):
+    """No resynthesis request has this ID."""
+
+    code = "resynthesis_request_not_found"
+
+
+class MemoryRevisionConflict(Conflict):
+    """The entry moved past the revision a change was based on."""
+
+    code = "memory_revision_conflict"
+
+
+class MemoryMergeConflict(Conflict):
+    """A merge of an entry already merged or archived, of an entry with itself, or forming a cycle."""
+
+    code = "memory_merge_conflict"
+
+
+class MemoryUpdateConflict(Conflict):
+    """A state action outside its permitted prior state."""
+
+    code = "memory_update_conflict"
+
+
+class MemoryResynthesisConflict(Conflict):
+    """A resynthesis request for an archived or merged entry, or while one is open."""
+
+    code = "memory_resynthesis_conflict"
+
+
+class MemoryAliasCycle(Conflict):
+    """Following an entry's aliases loops."""
+
+    code = "memory_alias_cycle"
+
+
+__all__ += [
+    "InvalidExpectedRevision",
+    "InvalidMemory",
+    "InvalidMemoryAction",
+    "InvalidMemoryTarget",
+    "InvalidRevision",
+    "MemoryAliasCycle",
+    "MemoryMergeConflict",
+    "MemoryNotFound",
+    "MemoryResynthesisConflict",
+    "MemoryRevisionConflict",
+    "MemoryTargetNotFound",
+    "MemoryUpdateConflict",
+    "ResynthesisRequestNotFound",
+    "RevisionNotFound",
+]

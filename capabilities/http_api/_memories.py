@@ -25,7 +25,13 @@ from capabilities.http_api._boundary import (
 from capabilities.http_api._errors import encoded, endpoint, json_response
 from capabilities.http_api._models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
 from capabilities.services import Services
-from store.errors import InvalidArgument
+from store.errors import (
+    InvalidArgument,
+    InvalidExpectedRevision,
+    InvalidMemory,
+    InvalidMemoryTarget,
+    InvalidRevision,
+)
 from store.events import Committed
 from store.memory import ACTIONS
 
@@ -59,8 +65,8 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
 
     async def create_memory(request: Request) -> Response:
         ctx = await mutation_context(request)
-        parse_model(MemoryCreate, ctx.body, code="invalid_memory")
-        committed = await run(admin.create, ctx.body, actor=ctx.actor, claim=ctx.claim)
+        body = parse_model(MemoryCreate, ctx.body, code=InvalidMemory.code)
+        committed = await run(admin.create, body.fields(), actor=ctx.actor, claim=ctx.claim)
         changed()
         return _answer(committed)
 
@@ -76,8 +82,8 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
         parse_model(
             RevisionCreate,
             ctx.body,
-            code="invalid_revision",
-            field_codes={"expected_revision": "invalid_expected_revision"},
+            code=InvalidRevision.code,
+            field_codes={"expected_revision": InvalidExpectedRevision.code},
         )
         committed = await run(
             admin.revise, request.path_params["memory_id"], ctx.body, actor=ctx.actor, claim=ctx.claim
@@ -115,12 +121,12 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
     def _target(request: Request) -> str:
         target = query_text(request, "target_id", limit=200)
         if target is None or not target.strip():
-            raise InvalidArgument("target_id is required", code="invalid_memory_target")
+            raise InvalidMemoryTarget("target_id is required")
         return target.strip()
 
     async def merge(request: Request) -> Response:
         ctx = await mutation_context(request)
-        parse_model(EmptyBody, ctx.body, code="invalid_argument")
+        parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
         committed = await run(
             admin.merge, request.path_params["memory_id"], _target(request), actor=ctx.actor, claim=ctx.claim
         )
@@ -129,7 +135,7 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
 
     async def merge_legacy(request: Request) -> Response:
         ctx = await mutation_context(request)
-        parse_model(EmptyBody, ctx.body, code="invalid_argument")
+        parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
         committed = await run(
             admin.merge_legacy,
             request.path_params["memory_id"],
@@ -143,7 +149,7 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
     def action_handler(action: str) -> Callable[[Request], Any]:
         async def act(request: Request) -> Response:
             ctx = await mutation_context(request)
-            parse_model(EmptyBody, ctx.body, code="invalid_argument")
+            parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
             committed = await run(
                 admin.act, request.path_params["memory_id"], action, actor=ctx.actor, claim=ctx.claim
             )
@@ -155,7 +161,7 @@ def memory_routes(services: Services, *, changed: Callable[[], None] = lambda: N
 
     async def resynthesize(request: Request) -> Response:
         ctx = await mutation_context(request)
-        body = parse_model(ResynthesisCreate, ctx.body, code="invalid_argument")
+        body = parse_model(ResynthesisCreate, ctx.body, code=InvalidArgument.code)
         committed = await run(
             admin.request_resynthesis,
             request.path_params["memory_id"],
