@@ -35,7 +35,7 @@ from store.events import append_event
 from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry, check_int
 from store.memory._search import MemoryFilter, ranked_query, render_summary, substring_query, summary_query
-from store.memory._write import insert_entry, revision_row, task_of_scope
+from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
 __all__ = ["MAX_QUERY_CHARS", "MemoryStore", "optional_filter"]
 
@@ -283,28 +283,18 @@ def _replace(
             raise Forbidden(f"memory entry {entry_id} was not recorded for this capability's proposal")
     changed = existing["title"] != entry.title or existing["body_md"] != entry.body_md
     revision = int(existing["revision"]) + (1 if changed else 0)
+    core = core_columns(entry)
     conn.execute(
-        "UPDATE memory_entries SET scope = ?, kind = ?, title = ?, body_md = ?,"
-        " source_event_id = ?, importance = ?, status = ?, updated_at = ?, revision = ?,"
-        " source_proposal_id = COALESCE(?, source_proposal_id),"
-        " lc_title = ?, lc_body = ?, lc_scope = ?, lc_kind = ? WHERE id = ?",
-        (
-            entry.scope,
-            entry.kind,
-            entry.title,
-            entry.body_md,
-            entry.source_event_id or None,
-            entry.importance,
-            entry.status,
-            now,
-            revision,
-            entry.source_proposal_id,
-            entry.title.lower(),
-            entry.body_md.lower(),
-            entry.scope.lower(),
-            entry.kind.lower(),
-            entry_id,
-        ),
+        f"UPDATE memory_entries SET {', '.join(f'{name} = :{name}' for name in core)}, updated_at = :now,"
+        " revision = :revision, source_proposal_id = COALESCE(:source_proposal_id, source_proposal_id)"
+        " WHERE id = :id",
+        {
+            **core,
+            "now": now,
+            "revision": revision,
+            "source_proposal_id": entry.source_proposal_id,
+            "id": entry_id,
+        },
     )
     if changed:
         revision_row(

@@ -19,7 +19,7 @@ from store._ids import new_id
 from store.events import Event, append_audit, append_event
 from store.memory._new_entry import NewEntry
 
-__all__ = ["insert_entry", "record_change", "revision_row", "task_of_scope"]
+__all__ = ["core_columns", "insert_entry", "record_change", "revision_row", "task_of_scope"]
 
 
 def insert_entry(
@@ -38,34 +38,22 @@ def insert_entry(
     first revision's reason and provenance.
     """
     entry_id = entry.id or new_id("memory")
-    conn.execute(
-        "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id, importance, status,"
-        " created_at, updated_at, tags, provenance, source_session_id, source_proposal_id, confidence,"
-        " reliability, pinned, revision, lc_title, lc_body, lc_scope, lc_kind)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?)",
-        (
-            entry_id,
-            entry.scope,
-            entry.kind,
-            entry.title,
-            entry.body_md,
-            entry.source_event_id or None,
-            entry.importance,
-            entry.status,
-            now,
-            now,
-            json.dumps(list(entry.tags)),
-            json.dumps(entry.provenance, sort_keys=True),
-            entry.source_session_id,
-            entry.source_proposal_id,
-            entry.confidence,
-            entry.reliability,
-            entry.title.lower(),
-            entry.body_md.lower(),
-            entry.scope.lower(),
-            entry.kind.lower(),
-        ),
-    )
+    values = {
+        "id": entry_id,
+        **core_columns(entry),
+        "created_at": now,
+        "updated_at": now,
+        "tags": json.dumps(list(entry.tags)),
+        "provenance": json.dumps(entry.provenance, sort_keys=True),
+        "source_session_id": entry.source_session_id,
+        "source_proposal_id": entry.source_proposal_id,
+        "confidence": entry.confidence,
+        "reliability": entry.reliability,
+        "pinned": 0,
+        "revision": 1,
+    }
+    placeholders = ", ".join(f":{name}" for name in values)
+    conn.execute(f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({placeholders})", values)
     revision_row(
         conn,
         entry_id,
@@ -83,6 +71,24 @@ def insert_entry(
         [(entry_id, kind, source, relation, now) for kind, source, relation in entry.sources],
     )
     return entry_id
+
+
+def core_columns(entry: NewEntry) -> dict[str, Any]:
+    """The core columns of ``entry`` as stored, by name: ``source_event_id`` 0 as NULL, and the
+    lower-cased shadow copies (Python's Unicode ``lower()``) the substring scorer counts in."""
+    return {
+        "scope": entry.scope,
+        "kind": entry.kind,
+        "title": entry.title,
+        "body_md": entry.body_md,
+        "source_event_id": entry.source_event_id or None,
+        "importance": entry.importance,
+        "status": entry.status,
+        "lc_title": entry.title.lower(),
+        "lc_body": entry.body_md.lower(),
+        "lc_scope": entry.scope.lower(),
+        "lc_kind": entry.kind.lower(),
+    }
 
 
 def revision_row(
