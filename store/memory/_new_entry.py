@@ -5,19 +5,16 @@
 "Memory tools" and the HTTP table) read the same fields with the same text rule
 (:func:`store._text.check_text`); where they differ, an :class:`EntryContract` says how:
 
-==========================  ===============================  ===================================
-                            ``memory.record`` (:data:`RECORD`)  ``POST /memories`` (:data:`HTTP_CREATE`)
-==========================  ===============================  ===================================
-fields                      core fields, ``memory_id``,       core fields, tags, provenance,
-                            ``status``                        session/proposal IDs, confidence,
-                                                              reliability
-refusal                     ``invalid_argument``              ``invalid_memory``
-text                        stored as given                   secrets redacted (title too)
-``importance`` 0            becomes 50                        stays 0
-confidence, reliability     not fields (NULL)                 0..1, default 0.5
-==========================  ===============================  ===================================
+- fields: ``memory.record`` (:data:`RECORD`) takes the core fields, ``memory_id`` and
+  ``status``; ``POST /memories`` (:data:`HTTP_CREATE`) the core fields, tags, provenance (whose
+  ``sources`` become edges), the session and proposal IDs, confidence and reliability;
+- refusal: ``invalid_argument`` for ``memory.record``, ``invalid_memory`` over HTTP;
+- text: ``memory.record`` stores it as given, HTTP redacts secrets (title, body, tags, provenance);
+- ``importance`` 0: becomes 50 for ``memory.record``, stays 0 over HTTP;
+- confidence and reliability: not ``memory.record`` fields (NULL); over HTTP 0..1, default 0.5.
 
-Shared by both: ``source_event_id`` is an integer of at least 0, and 0 is stored as NULL.
+Shared by both: ``source_event_id`` is an integer of at least 0, and 0 is stored as NULL. A merge
+builds its :class:`NewEntry` from two stored entries, already checked when they were written.
 """
 
 from __future__ import annotations
