@@ -4,24 +4,38 @@ Every error carries a stable ``code`` (see ``docs/errors.md``) and a human-reada
 class decides both the code and the HTTP status, and the same code means the same thing on the
 CLI, over MCP and over HTTP. :func:`error_body` builds the one JSON error body all three answer::
 
-    class                         code                     HTTP
-    RoundtableError               internal                 500
-    ├── InvalidArgument           invalid_argument         400
-    ├── NotFound                  not_found                404
-    │   └── PatchVersionNotFound  patch_version_not_found  404
-    ├── Forbidden                 forbidden                403
-    ├── Unauthenticated           unauthenticated          401
-    ├── Conflict                  conflict                 409
-    ├── InvalidCitation           invalid_citation         400
-    ├── UnsafePath                unsafe_path              400
-    ├── ArtifactMismatch          artifact_mismatch        409
-    ├── NotInitialized            not_initialized          400
-    ├── MethodNotAllowed          method_not_allowed       405
-    ├── DockerUnavailable         docker_unavailable       503
-    ├── LaunchFailed              launch_failed            500
-    ├── LaunchTimeout             launch_timeout           504
-    ├── StoreBusy                 store_busy               503
-    └── InternalError             internal                 500
+    class                               code                           HTTP
+    RoundtableError                     internal                       500
+    ├── InvalidArgument                 invalid_argument               400
+    │   ├── InvalidMemory               invalid_memory                 400
+    │   ├── InvalidRevision             invalid_revision               400
+    │   ├── InvalidExpectedRevision     invalid_expected_revision      400
+    │   ├── InvalidMemoryTarget         invalid_memory_target          400
+    │   └── InvalidMemoryAction         invalid_memory_action          400
+    ├── NotFound                        not_found                      404
+    │   ├── PatchVersionNotFound        patch_version_not_found        404
+    │   ├── MemoryNotFound              memory_not_found               404
+    │   ├── MemoryTargetNotFound        memory_target_not_found        404
+    │   ├── RevisionNotFound            revision_not_found             404
+    │   └── ResynthesisRequestNotFound  resynthesis_request_not_found  404
+    ├── Forbidden                       forbidden                      403
+    ├── Unauthenticated                 unauthenticated                401
+    ├── Conflict                        conflict                       409
+    │   ├── MemoryRevisionConflict      memory_revision_conflict       409
+    │   ├── MemoryMergeConflict         memory_merge_conflict          409
+    │   ├── MemoryUpdateConflict        memory_update_conflict         409
+    │   ├── MemoryResynthesisConflict   memory_resynthesis_conflict    409
+    │   └── MemoryAliasCycle            memory_alias_cycle             409
+    ├── InvalidCitation                 invalid_citation               400
+    ├── UnsafePath                      unsafe_path                    400
+    ├── ArtifactMismatch                artifact_mismatch              409
+    ├── NotInitialized                  not_initialized                400
+    ├── MethodNotAllowed                method_not_allowed             405
+    ├── DockerUnavailable               docker_unavailable             503
+    ├── LaunchFailed                    launch_failed                  500
+    ├── LaunchTimeout                   launch_timeout                 504
+    ├── StoreBusy                       store_busy                     503
+    └── InternalError                   internal                       500
 
 (:func:`hierarchy` draws this tree from the classes; a test keeps the two equal.) Code elsewhere
 may refine a class (``supervisor.image.ImageBuildError`` is an :class:`InternalError`) but never
@@ -239,3 +253,111 @@ def hierarchy() -> str:
         for name, (_, cls) in zip(names, rows, strict=True)
     ]
     return "\n".join(lines)
+
+
+# Memory route codes
+# The memory endpoints of the HTTP API narrow the generic codes (CONTRACTS, "HTTP API"); each is a
+# subclass of the error whose HTTP status it answers with. They join ``__all__`` at the end of this
+# block, so this block stays apart from the rest of the module.
+
+
+class InvalidMemory(InvalidArgument):
+    """``POST /memories``: a field of the new entry is missing, mistyped, blank or out of range."""
+
+    code = "invalid_memory"
+
+
+class InvalidRevision(InvalidArgument):
+    """``POST /memories/{id}/revisions``: the body, title or reason of a revision is unacceptable."""
+
+    code = "invalid_revision"
+
+
+class InvalidExpectedRevision(InvalidArgument):
+    """``POST /memories/{id}/revisions``: ``expected_revision`` is not a positive integer."""
+
+    code = "invalid_expected_revision"
+
+
+class InvalidMemoryTarget(InvalidArgument):
+    """A merge names no ``target_id``."""
+
+    code = "invalid_memory_target"
+
+
+class InvalidMemoryAction(InvalidArgument):
+    """A state action other than pin, unpin, archive and restore."""
+
+    code = "invalid_memory_action"
+
+
+class MemoryNotFound(NotFound):
+    """The memory entry a route names does not exist."""
+
+    code = "memory_not_found"
+
+
+class MemoryTargetNotFound(NotFound):
+    """The ``target_id`` of a merge names no entry."""
+
+    code = "memory_target_not_found"
+
+
+class RevisionNotFound(NotFound):
+    """A revision label names no stored revision of the entry."""
+
+    code = "revision_not_found"
+
+
+class ResynthesisRequestNotFound(NotFound):
+    """No resynthesis request has this ID."""
+
+    code = "resynthesis_request_not_found"
+
+
+class MemoryRevisionConflict(Conflict):
+    """The entry moved past the revision a change was based on."""
+
+    code = "memory_revision_conflict"
+
+
+class MemoryMergeConflict(Conflict):
+    """A merge of an entry already merged or archived, of an entry with itself, or forming a cycle."""
+
+    code = "memory_merge_conflict"
+
+
+class MemoryUpdateConflict(Conflict):
+    """A state action outside its permitted prior state."""
+
+    code = "memory_update_conflict"
+
+
+class MemoryResynthesisConflict(Conflict):
+    """A resynthesis request for an archived or merged entry, or while one is open."""
+
+    code = "memory_resynthesis_conflict"
+
+
+class MemoryAliasCycle(Conflict):
+    """Following an entry's aliases loops."""
+
+    code = "memory_alias_cycle"
+
+
+__all__ += [
+    "InvalidExpectedRevision",
+    "InvalidMemory",
+    "InvalidMemoryAction",
+    "InvalidMemoryTarget",
+    "InvalidRevision",
+    "MemoryAliasCycle",
+    "MemoryMergeConflict",
+    "MemoryNotFound",
+    "MemoryResynthesisConflict",
+    "MemoryRevisionConflict",
+    "MemoryTargetNotFound",
+    "MemoryUpdateConflict",
+    "ResynthesisRequestNotFound",
+    "RevisionNotFound",
+]

@@ -26,7 +26,13 @@ from capabilities.http_api._boundary import (
 from capabilities.http_api._errors import endpoint, json_response
 from capabilities.http_api._models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
 from capabilities.http_api._state import ApiState, api_state, operator_api
-from store.errors import InvalidArgument
+from store.errors import (
+    InvalidArgument,
+    InvalidExpectedRevision,
+    InvalidMemory,
+    InvalidMemoryTarget,
+    InvalidRevision,
+)
 from store.events import Committed
 from store.memory import ACTIONS
 
@@ -63,8 +69,8 @@ async def create_memory(request: Request) -> Response:
     """``POST /memories``: record a new entry."""
     ctx = await mutation_context(request)
     api = api_state(request)
-    parse_model(MemoryCreate, ctx.body, code="invalid_memory")
-    return await _commit(api, api.store.memory_admin.create, ctx.body, actor=ctx.actor, claim=ctx.claim)
+    body = parse_model(MemoryCreate, ctx.body, code=InvalidMemory.code)
+    return await _commit(api, api.store.memory_admin.create, body.fields(), actor=ctx.actor, claim=ctx.claim)
 
 
 async def get_memory(request: Request) -> Response:
@@ -83,8 +89,8 @@ async def create_revision(request: Request) -> Response:
     parse_model(
         RevisionCreate,
         ctx.body,
-        code="invalid_revision",
-        field_codes={"expected_revision": "invalid_expected_revision"},
+        code=InvalidRevision.code,
+        field_codes={"expected_revision": InvalidExpectedRevision.code},
     )
     return await _commit(
         api,
@@ -132,14 +138,14 @@ async def source_chain(request: Request) -> Response:
 def _target(request: Request) -> str:
     target = query_text(request, "target_id", limit=200)
     if target is None or not target.strip():
-        raise InvalidArgument("target_id is required", code="invalid_memory_target")
+        raise InvalidMemoryTarget("target_id is required")
     return target.strip()
 
 
 async def _merge(request: Request, *, legacy: bool) -> Response:
     ctx = await mutation_context(request)
     api = api_state(request)
-    parse_model(EmptyBody, ctx.body, code="invalid_argument")
+    parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
     admin = api.store.memory_admin
     merge = admin.merge_legacy if legacy else admin.merge
     memory_id = request.path_params["memory_id"]
@@ -166,7 +172,7 @@ class MemoryAction:
         """Apply the action to the entry."""
         ctx = await mutation_context(request)
         api = api_state(request)
-        parse_model(EmptyBody, ctx.body, code="invalid_argument")
+        parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
         admin = api.store.memory_admin
         memory_id = request.path_params["memory_id"]
         return await _commit(api, admin.act, memory_id, self.action, actor=ctx.actor, claim=ctx.claim)
@@ -176,7 +182,7 @@ async def resynthesize(request: Request) -> Response:
     """``POST /memories/{memory_id}/resynthesize``: ask for the entry to be resynthesised."""
     ctx = await mutation_context(request)
     api = api_state(request)
-    body = parse_model(ResynthesisCreate, ctx.body, code="invalid_argument")
+    body = parse_model(ResynthesisCreate, ctx.body, code=InvalidArgument.code)
     return await _commit(
         api,
         api.store.memory_admin.request_resynthesis,

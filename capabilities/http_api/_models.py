@@ -1,10 +1,13 @@
 """Request bodies of the HTTP API: strict pydantic models that reject unknown fields.
 
 They check shapes and types at the boundary (and give the OpenAPI document its schemas); the
-store then receives the body exactly as sent and checks meaning (blank text, ranges, secrets).
+store then receives what they parsed and checks meaning (blank text, ranges, secrets): a new entry
+through the one validator every creation of an entry shares (:class:`store.memory.NewEntry`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
@@ -48,6 +51,10 @@ class MemoryCreate(_Strict):
     confidence: StrictFloat | StrictInt | None = Field(default=None, description="0..1, default 0.5")
     reliability: StrictFloat | StrictInt | None = Field(default=None, description="0..1, default 0.5")
     importance: StrictInt | None = Field(default=None, description="default 50")
+
+    def fields(self) -> dict[str, Any]:
+        """The fields as parsed, those the body left out omitted (defaults are the store's)."""
+        return self.model_dump(exclude_unset=True)
 
 
 class RevisionCreate(_Strict):

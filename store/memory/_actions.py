@@ -30,9 +30,11 @@ from typing import Any
 
 from store._ids import new_id, utc_now_iso
 from store.db import Database
-from store.errors import Conflict, NotFound
+from store.errors import Conflict, MemoryResynthesisConflict, MemoryUpdateConflict, ResynthesisRequestNotFound
+from store.memory._entry import entry_dict
 from store.memory._redaction import redact
-from store.memory._views import entry_dict, load_memory, memory_view, record_change, revision_row
+from store.memory._views import load_memory, memory_view
+from store.memory._write import record_change, revision_row
 
 __all__ = [
     "ACTIONS",
@@ -88,10 +90,9 @@ def act_in(conn: sqlite3.Connection, *, memory_id: str, action: str, actor: str)
     )
     if updated.rowcount != 1:
         row = load_memory(conn, memory_id)
-        raise Conflict(
+        raise MemoryUpdateConflict(
             f"cannot {action} memory entry {memory_id}: it is {row['status']}"
-            f"{', pinned' if row['pinned'] else ''}; {spec.explain}",
-            code="memory_update_conflict",
+            f"{', pinned' if row['pinned'] else ''}; {spec.explain}"
         )
     row = load_memory(conn, memory_id)
     record_change(
@@ -117,9 +118,7 @@ def resynthesis_view(row: sqlite3.Row) -> dict[str, Any]:
 def _request_row(conn: sqlite3.Connection, request_id: str) -> sqlite3.Row:
     row = conn.execute("SELECT * FROM memory_resynthesis_requests WHERE id = ?", (request_id,)).fetchone()
     if row is None:
-        raise NotFound(
-            f"resynthesis request {request_id} does not exist", code="resynthesis_request_not_found"
-        )
+        raise ResynthesisRequestNotFound(f"resynthesis request {request_id} does not exist")
     return row  # type: ignore[no-any-return]
 
 
@@ -132,18 +131,16 @@ def request_resynthesis_in(
     """
     row = load_memory(conn, memory_id)
     if row["status"] in ("archived", "merged"):
-        raise Conflict(
-            f"memory entry {memory_id} is {row['status']}; only live entries are resynthesized",
-            code="memory_resynthesis_conflict",
+        raise MemoryResynthesisConflict(
+            f"memory entry {memory_id} is {row['status']}; only live entries are resynthesized"
         )
     open_request = conn.execute(
         "SELECT id FROM memory_resynthesis_requests WHERE memory_id = ? AND status = 'requested'",
         (memory_id,),
     ).fetchone()
     if open_request is not None:
-        raise Conflict(
-            f"memory entry {memory_id} already has an open resynthesis request ({open_request['id']})",
-            code="memory_resynthesis_conflict",
+        raise MemoryResynthesisConflict(
+            f"memory entry {memory_id} already has an open resynthesis request ({open_request['id']})"
         )
     request_id, now = new_id("RS"), utc_now_iso()
     conn.execute(

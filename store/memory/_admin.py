@@ -1,8 +1,10 @@
 """Memory administration for the HTTP API and the console: the facade, list and detail.
 
-:class:`MemoryAdmin` gathers every operation of the memory routes (CONTRACTS, "HTTP API"); create
-lives in :mod:`store.memory._create`, history in :mod:`store.memory._history`, aliases, sources and
-merges in :mod:`store.memory._links`, state actions and resynthesis in :mod:`store.memory._actions`.
+:class:`MemoryAdmin` gathers every operation of the memory routes (CONTRACTS, "HTTP API"); a new
+entry is validated in :mod:`store.memory._new_entry` and written by :mod:`store.memory._write` (the
+write path ``memory.record`` and merges share), history lives in :mod:`store.memory._history`,
+aliases, sources and merges in :mod:`store.memory._links`, state actions and resynthesis in
+:mod:`store.memory._actions`.
 Each mutation is validated first, then runs as one write transaction that makes the change,
 appends its event and its audit row, and (with an ``Idempotency-Key``) stores its answer, all or
 nothing.
@@ -23,16 +25,19 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from store._ids import utc_now_iso
+from store._text import check_text, is_label
 from store.db import Database
-from store.errors import Conflict, InvalidArgument
+from store.errors import InvalidArgument, InvalidMemoryAction, MemoryAliasCycle
 from store.events import Committed, IdempotencyClaim, commit
 from store.memory._actions import ACTIONS, Synthesizer, act_in, fulfil_resynthesis, request_resynthesis_in
-from store.memory._create import NewMemory, create_in
 from store.memory._history import diff_revisions, list_revisions, prepare_revision
 from store.memory._links import alias_graph, merge_in, merge_legacy_in, resolve_aliases, source_chain
-from store.memory._views import load_memory, memory_view, require_text, valid_memory_id
+from store.memory._new_entry import HTTP_CREATE, NewEntry
+from store.memory._views import load_memory, memory_view
+from store.memory._write import insert_entry, record_change
 
-__all__ = ["MAX_PAGE", "MemoryAdmin", "NewMemory", "decode_cursor", "encode_cursor"]
+__all__ = ["MAX_PAGE", "MemoryAdmin", "create_in", "decode_cursor", "encode_cursor"]
 
 MAX_PAGE = 200
 DEFAULT_PAGE = 50
@@ -55,6 +60,23 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     if not isinstance(created_at, str) or not isinstance(memory_id, str):
         raise InvalidArgument("cursor is not one this API returned")
     return created_at, memory_id
+
+
+def create_in(conn: sqlite3.Connection, new: NewEntry, *, actor: str) -> dict[str, Any]:
+    """``POST /memories`` in its transaction: the entry (revision 1, edges), event, audit; ``{"memory"}``."""
+    memory_id = insert_entry(
+        conn, new, actor=actor, now=utc_now_iso(), history={"via": "http", "sources": len(new.sources)}
+    )
+    record_change(
+        conn,
+        "memory.recorded",
+        actor=actor,
+        memory_id=memory_id,
+        scope=new.scope,
+        payload={"scope": new.scope, "kind": new.kind, "title": new.title, "revision": 1, "created": True},
+        action="memory.created",
+    )
+    return {"memory": memory_view(load_memory(conn, memory_id))}
 
 
 def _trimmed(value: str | None) -> str | None:
@@ -85,8 +107,12 @@ class MemoryAdmin:
     def create(
         self, fields: Mapping[str, Any], *, actor: str, claim: IdempotencyClaim | None = None
     ) -> Committed:
-        """``POST /memories``: 201 ``{"memory"}``."""
-        new = NewMemory.validate(fields)
+        """``POST /memories``: 201 ``{"memory"}``; ``fields`` as the route parsed them.
+
+        Validated under the HTTP contract (``invalid_memory``, redaction, confidence and reliability
+        in 0..1) by the validator ``memory.record`` uses too.
+        """
+        new = NewEntry.validate(fields, HTTP_CREATE)
         return self._commit(partial(create_in, new=new, actor=actor), claim, 201)
 
     def list(
@@ -142,10 +168,7 @@ class MemoryAdmin:
             load_memory(conn, memory_id)
             chain, cycle = resolve_aliases(conn, memory_id)
             if cycle:
-                raise Conflict(
-                    f"the aliases of {memory_id} form a cycle: {' -> '.join(chain)}",
-                    code="memory_alias_cycle",
-                )
+                raise MemoryAliasCycle(f"the aliases of {memory_id} form a cycle: {' -> '.join(chain)}")
             canonical = load_memory(conn, chain[-1])
             return {
                 "memory": memory_view(canonical),
@@ -203,16 +226,14 @@ class MemoryAdmin:
     ) -> Committed:
         """``POST /memories/{id}/{pin|unpin|archive|restore}``."""
         if action not in ACTIONS:
-            raise InvalidArgument(f"unknown memory action {action!r}", code="invalid_memory_action")
+            raise InvalidMemoryAction(f"unknown memory action {action!r}")
         return self._commit(partial(act_in, memory_id=memory_id, action=action, actor=actor), claim, 200)
 
     def request_resynthesis(
         self, memory_id: str, *, actor: str, reason: str | None = None, claim: IdempotencyClaim | None = None
     ) -> Committed:
         """``POST /memories/{id}/resynthesize``: 202 with the recorded request."""
-        reason_v = (
-            None if reason is None else require_text("reason", reason, code="invalid_argument", limit=2000)
-        )
+        reason_v = None if reason is None else check_text("reason", reason, limit=2000)
         return self._commit(
             partial(request_resynthesis_in, memory_id=memory_id, reason=reason_v, actor=actor), claim, 202
         )
@@ -241,7 +262,7 @@ class MemoryAdmin:
 
     def exists(self, memory_id: str) -> bool:
         """Whether an entry with this ID exists."""
-        if not valid_memory_id(memory_id):
+        if not is_label(memory_id):
             return False
         row = self.db.read(
             lambda conn: conn.execute("SELECT 1 FROM memory_entries WHERE id = ?", (memory_id,)).fetchone()

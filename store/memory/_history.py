@@ -21,22 +21,17 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from store._ids import utc_now_iso
-from store.errors import Conflict, InvalidArgument, NotFound
-from store.memory._entry import MAX_BODY_CHARS, MAX_TITLE_CHARS
+from store._text import check_text
+from store.errors import InvalidExpectedRevision, InvalidRevision, MemoryRevisionConflict, RevisionNotFound
+from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS
 from store.memory._redaction import redact
-from store.memory._views import (
-    load_memory,
-    memory_view,
-    record_change,
-    require_text,
-    revision_row,
-    revision_view,
-)
+from store.memory._views import load_memory, memory_view, revision_view
+from store.memory._write import record_change, revision_row
 
 __all__ = ["diff_revisions", "list_revisions", "prepare_revision", "unified_diff"]
 
 MAX_REASON_CHARS = 2_000
-_REVISION_LABEL = re.compile(r"^[1-9][0-9]{0,9}$")
+_REVISION_LABEL = re.compile(r"[1-9][0-9]{0,9}")
 
 
 def prepare_revision(
@@ -49,23 +44,19 @@ def prepare_revision(
     """
     unknown = sorted(set(fields) - {"body_md", "title", "reason", "expected_revision"})
     if unknown:
-        raise InvalidArgument(f"unknown field(s): {', '.join(unknown)}", code="invalid_revision")
-    body = redact(
-        require_text("body_md", fields.get("body_md"), code="invalid_revision", limit=MAX_BODY_CHARS)
-    )
+        raise InvalidRevision(f"unknown field(s): {', '.join(unknown)}")
+    body = redact(check_text("body_md", fields.get("body_md"), limit=MAX_BODY_CHARS, error=InvalidRevision))
     title_in = fields.get("title")
     title = None
     if title_in is not None and title_in != "":
-        title = redact(require_text("title", title_in, code="invalid_revision", limit=MAX_TITLE_CHARS))
+        title = redact(check_text("title", title_in, limit=MAX_TITLE_CHARS, error=InvalidRevision))
     reason_in = fields.get("reason")
     reason = None
     if reason_in is not None and reason_in != "":
-        reason = require_text("reason", reason_in, code="invalid_revision", limit=MAX_REASON_CHARS)
+        reason = check_text("reason", reason_in, limit=MAX_REASON_CHARS, error=InvalidRevision)
     expected = fields.get("expected_revision")
     if isinstance(expected, bool) or not isinstance(expected, int) or not 1 <= expected <= 2**62:
-        raise InvalidArgument(
-            "expected_revision must be a positive integer", code="invalid_expected_revision"
-        )
+        raise InvalidExpectedRevision("expected_revision must be a positive integer")
 
     def mutation(conn: sqlite3.Connection) -> dict[str, Any]:
         return _revise(conn, memory_id, body=body, title=title, reason=reason, expected=expected, actor=actor)
@@ -92,10 +83,9 @@ def _revise(
     )
     if updated.rowcount != 1:
         current = load_memory(conn, memory_id)  # 404 when it does not exist at all
-        raise Conflict(
+        raise MemoryRevisionConflict(
             f"memory entry {memory_id} is at revision {current['revision']}, not {expected}; "
             "read it again and retry",
-            code="memory_revision_conflict",
             details={"current_revision": int(current["revision"])},
         )
     row = load_memory(conn, memory_id)
@@ -127,7 +117,7 @@ def _revision(conn: sqlite3.Connection, memory_id: str, revision: int) -> sqlite
         "SELECT * FROM memory_revisions WHERE memory_id = ? AND revision = ?", (memory_id, revision)
     ).fetchone()
     if row is None:
-        raise NotFound(f"memory entry {memory_id} has no revision {revision}", code="revision_not_found")
+        raise RevisionNotFound(f"memory entry {memory_id} has no revision {revision}")
     return row  # type: ignore[no-any-return]
 
 
@@ -147,12 +137,10 @@ def _resolve_label(conn: sqlite3.Connection, memory_id: str, label: str) -> sqli
             "SELECT * FROM memory_revisions WHERE memory_id = ? ORDER BY revision DESC LIMIT 1", (memory_id,)
         ).fetchone()
         if row is None:
-            raise NotFound(f"memory entry {memory_id} has no stored revisions", code="revision_not_found")
+            raise RevisionNotFound(f"memory entry {memory_id} has no stored revisions")
         return row  # type: ignore[no-any-return]
-    if not _REVISION_LABEL.match(text):
-        raise NotFound(
-            f"{label!r} names no revision; use a revision number or 'latest'", code="revision_not_found"
-        )
+    if not _REVISION_LABEL.fullmatch(text):
+        raise RevisionNotFound(f"{label!r} names no revision; use a revision number or 'latest'")
     return _revision(conn, memory_id, int(text))
 
 

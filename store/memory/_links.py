@@ -6,7 +6,8 @@ Fixed against the seed:
   detection, and lists the IDs that resolve here, instead of only the direct rows;
 - the source chain follows memory-to-memory provenance edges recursively up to ``depth`` and
   marks sources that do not exist (``missing``) and loops (``cycle``);
-- a canonical merge writes revision 1 and provenance edges for the new entry, and refuses (409
+- a canonical merge writes the new entry through the one write path of every new entry
+  (:func:`store.memory._write.insert_entry`: revision 1 and provenance edges), and refuses (409
   ``memory_merge_conflict``) inputs already merged, archived, the same entry twice, or inputs whose
   alias chains would form a cycle; merge-legacy checks that its target exists.
 """
@@ -18,9 +19,12 @@ import sqlite3
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store.errors import Conflict, InvalidArgument
+from store.errors import InvalidArgument, InvalidMemoryTarget, MemoryMergeConflict, MemoryTargetNotFound
+from store.memory._entry import parse_json_column
+from store.memory._new_entry import NewEntry
 from store.memory._redaction import redact
-from store.memory._views import load_memory, memory_view, record_change, revision_row
+from store.memory._views import load_memory, memory_view
+from store.memory._write import insert_entry, record_change
 
 __all__ = ["MAX_DEPTH", "alias_graph", "merge_in", "merge_legacy_in", "resolve_aliases", "source_chain"]
 
@@ -150,24 +154,22 @@ def _merge_inputs(
     conn: sqlite3.Connection, source_id: str, target_id: str
 ) -> tuple[sqlite3.Row, sqlite3.Row]:
     if not target_id:
-        raise InvalidArgument("target_id is required", code="invalid_memory_target")
+        raise InvalidMemoryTarget("target_id is required")
     source = load_memory(conn, source_id)
-    target = load_memory(conn, target_id, code="memory_target_not_found")
+    target = load_memory(conn, target_id, error=MemoryTargetNotFound)
     if source_id == target_id:
-        raise Conflict("an entry cannot be merged into itself (a cycle)", code="memory_merge_conflict")
+        raise MemoryMergeConflict("an entry cannot be merged into itself (a cycle)")
     for row in (source, target):
         if row["status"] in ("merged", "archived"):
-            raise Conflict(
-                f"memory entry {row['id']} is {row['status']}; it cannot be merged again",
-                code="memory_merge_conflict",
+            raise MemoryMergeConflict(
+                f"memory entry {row['id']} is {row['status']}; it cannot be merged again"
             )
     for first, second in ((source_id, target_id), (target_id, source_id)):
         chain, cycle = resolve_aliases(conn, first)
         if cycle or second in chain or len(chain) > 1:
-            raise Conflict(
+            raise MemoryMergeConflict(
                 f"merging {source_id} and {target_id} would form a cycle or re-merge an alias "
-                f"({' -> '.join(chain)})",
-                code="memory_merge_conflict",
+                f"({' -> '.join(chain)})"
             )
     return source, target
 
@@ -180,52 +182,27 @@ def _average(a: float | None, b: float | None) -> float:
 def merge_in(conn: sqlite3.Connection, *, source_id: str, target_id: str, actor: str) -> dict[str, Any]:
     """A new canonical ``M-merge-...`` entry from ``source`` and ``target``; both become ``merged``."""
     source, target = _merge_inputs(conn, source_id, target_id)
-    canonical_id, now = new_id("M-merge"), utc_now_iso()
-    title = redact(target["title"])
-    body = redact(f"{target['body_md']}\n\n{source['body_md']}")
-    provenance = {"merged_from": [source_id, target_id], "target_provenance": _json(target["provenance"])}
-    conn.execute(
-        "INSERT INTO memory_entries (id, scope, kind, title, body_md, importance, status, created_at,"
-        " updated_at, tags, provenance, confidence, reliability, pinned, revision,"
-        " lc_title, lc_body, lc_scope, lc_kind)"
-        " VALUES (?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?)",
-        (
-            canonical_id,
-            target["scope"],
-            target["kind"],
-            title,
-            body,
-            int(target["importance"]),
-            now,
-            now,
-            target["tags"] or "[]",
-            json.dumps(provenance, sort_keys=True),
-            _average(source["confidence"], target["confidence"]),
-            _average(source["reliability"], target["reliability"]),
-            title.lower(),
-            body.lower(),
-            str(target["scope"]).lower(),
-            str(target["kind"]).lower(),
-        ),
+    now = utc_now_iso()
+    merged = NewEntry(
+        id=new_id("M-merge"),
+        scope=target["scope"],
+        kind=target["kind"],
+        title=redact(target["title"]),
+        body_md=redact(f"{target['body_md']}\n\n{source['body_md']}"),
+        importance=int(target["importance"]),
+        tags=tuple(parse_json_column(target["tags"], [])),
+        provenance={"merged_from": [source_id, target_id], "target_provenance": _json(target["provenance"])},
+        sources=(("memory", target_id, "merged_from_target"), ("memory", source_id, "merged_from_source")),
+        confidence=_average(source["confidence"], target["confidence"]),
+        reliability=_average(source["reliability"], target["reliability"]),
     )
-    revision_row(
+    canonical_id = insert_entry(
         conn,
-        canonical_id,
-        1,
-        title=title,
-        body_md=body,
-        reason=f"merge of {source_id} into {target_id}",
+        merged,
         actor=actor,
         now=now,
-        provenance={"merged_from": [source_id, target_id]},
-    )
-    conn.executemany(
-        "INSERT INTO memory_provenance_edges (memory_id, source_type, source_id, relation, created_at)"
-        " VALUES (?, 'memory', ?, ?, ?)",
-        [
-            (canonical_id, target_id, "merged_from_target", now),
-            (canonical_id, source_id, "merged_from_source", now),
-        ],
+        reason=f"merge of {source_id} into {target_id}",
+        history={"merged_from": [source_id, target_id]},
     )
     conn.executemany(
         "INSERT INTO memory_aliases (alias_id, canonical_id, reason, actor, created_at)"
@@ -268,13 +245,13 @@ def merge_legacy_in(
 ) -> dict[str, Any]:
     """The seed's legacy merge: mark ``source`` merged with ``merged_into`` in its provenance."""
     if not target_id:
-        raise InvalidArgument("target_id is required", code="invalid_memory_target")
+        raise InvalidMemoryTarget("target_id is required")
     source = load_memory(conn, source_id)
-    load_memory(conn, target_id, code="memory_target_not_found")
+    load_memory(conn, target_id, error=MemoryTargetNotFound)
     if source_id == target_id:
-        raise Conflict("an entry cannot be merged into itself", code="memory_merge_conflict")
+        raise MemoryMergeConflict("an entry cannot be merged into itself")
     if source["status"] == "merged":
-        raise Conflict(f"memory entry {source_id} is already merged", code="memory_merge_conflict")
+        raise MemoryMergeConflict(f"memory entry {source_id} is already merged")
     provenance = _json(source["provenance"])
     if not isinstance(provenance, dict):
         provenance = {"previous": provenance}

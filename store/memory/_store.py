@@ -14,45 +14,43 @@ contract in CONTRACTS.md ("Memory tools"), kept from the seed system:
 
 Improvements over the seed: every change of title or body appends a ``memory_revisions`` row and
 increments ``revision``, and every mutation writes its event in the same transaction.
+
+A new entry is validated as a :class:`~store.memory._new_entry.NewEntry` under the ``memory.record``
+contract and written by :func:`~store.memory._write.insert_entry`, the one write path it shares
+with ``POST /memories`` and merges.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from typing import Any
 
-from store._ids import new_id, utc_now_iso
+from store._ids import utc_now_iso
+from store._text import MAX_LABEL_CHARS, check_label, check_text
 from store.access import require_live_grant
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument, NotFound
 from store.events import append_event
-from store.memory._entry import (
-    MAX_BODY_CHARS,
-    MAX_QUERY_CHARS,
-    MAX_TITLE_CHARS,
-    MemoryEntry,
-    MemoryRecord,
-    SummaryResult,
-    check_memory_id,
-    entry_from_row,
-    optional_filter,
-    optional_int,
-    require_text,
-)
+from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
+from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry, check_int
 from store.memory._search import MemoryFilter, ranked_query, render_summary, substring_query, summary_query
-from store.memory._views import revision_row, task_of_scope
+from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
-__all__ = [
-    "MAX_BODY_CHARS",
-    "MAX_TITLE_CHARS",
-    "MemoryEntry",
-    "MemoryRecord",
-    "MemoryStore",
-    "SummaryResult",
-    "check_memory_id",
-    "entry_from_row",
-    "render_summary",
-]
+__all__ = ["MAX_QUERY_CHARS", "MemoryStore", "optional_filter"]
+
+MAX_QUERY_CHARS = 10_000
+
+
+def optional_filter(name: str, value: object) -> str | None:
+    """A filter argument: ``None`` or ``""`` means not supplied."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string")
+    if len(value) > MAX_LABEL_CHARS:
+        raise InvalidArgument(f"{name} is longer than {MAX_LABEL_CHARS} characters")
+    return value
 
 
 class MemoryStore:
@@ -65,12 +63,7 @@ class MemoryStore:
 
     def get(self, memory_id: str) -> MemoryEntry:
         """One entry by ID, or :class:`NotFound`."""
-        row = self.db.read(
-            lambda conn: conn.execute("SELECT * FROM memory_entries WHERE id = ?", (memory_id,)).fetchone()
-        )
-        if row is None:
-            raise NotFound(f"memory entry {memory_id} does not exist")
-        return entry_from_row(row)
+        return self.db.read(lambda conn: _entry(conn, memory_id))
 
     def get_many(self, conn: sqlite3.Connection, ids: list[str]) -> dict[str, MemoryEntry]:
         """Entries by ID on an open connection (missing IDs are absent from the answer)."""
@@ -98,7 +91,7 @@ class MemoryStore:
             raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
         scope_f = optional_filter("scope", scope)
         kind_f = optional_filter("kind", kind)
-        count = optional_int("limit", limit, 10)
+        count = check_int("limit", limit, 10)
         if not isinstance(exclude_stale, bool):
             raise InvalidArgument("exclude_stale must be a boolean")
         if match not in ("substring", "ranked"):
@@ -155,52 +148,46 @@ class MemoryStore:
         the stored entry's scope must be allowed. With ``grant_id`` the grant must still be live
         inside the write transaction, so a revocation that lands after authentication stops it.
         """
-        record = MemoryRecord.validate(
-            scope=scope,
-            kind=kind,
-            title=title,
-            body_md=body_md,
-            source_event_id=source_event_id,
-            importance=importance,
-            memory_id=memory_id,
-            status=status,
-        )
-        if allowed_scopes is not None and record.scope not in allowed_scopes:
-            raise Forbidden(f"scope {record.scope!r} is outside this capability's scopes")
+        fields = {
+            "scope": scope,
+            "kind": kind,
+            "title": title,
+            "body_md": body_md,
+            "source_event_id": source_event_id,
+            "importance": importance,
+            "memory_id": memory_id,
+            "status": status,
+        }
+        entry = dataclasses.replace(NewEntry.validate(fields, RECORD), source_proposal_id=source_proposal_id)
+        if allowed_scopes is not None and entry.scope not in allowed_scopes:
+            raise Forbidden(f"scope {entry.scope!r} is outside this capability's scopes")
         return self.db.write(
             lambda conn: _write_record(
-                conn,
-                record,
-                actor=actor,
-                source_proposal_id=source_proposal_id,
-                allowed_scopes=allowed_scopes,
-                grant_id=grant_id,
+                conn, entry, actor=actor, allowed_scopes=allowed_scopes, grant_id=grant_id
             )
         )
 
     def record_many(self, records: list[dict[str, Any]], *, actor: str) -> list[MemoryEntry]:
         """Record many entries in one transaction (bulk import): all are validated first, then
         written together, so either every entry and its event is stored or none is."""
-        validated = [MemoryRecord.validate(**fields) for fields in records]
-        return self.db.write(lambda conn: [_write_record(conn, record, actor=actor) for record in validated])
+        validated = [NewEntry.validate(fields, RECORD) for fields in records]
+        return self.db.write(lambda conn: [_write_record(conn, entry, actor=actor) for entry in validated])
 
     def mark_stale(self, *, memory_id: object, reason_md: object, actor: str) -> MemoryEntry:
         """``memory.mark_stale``: status ``stale`` and the reason appended to the body."""
-        id_v = check_memory_id(memory_id)
-        reason_v = require_text("reason_md", reason_md, limit=MAX_TITLE_CHARS * 10)
+        id_v = check_label("memory_id", memory_id)
+        reason_v = check_text("reason_md", reason_md, limit=MAX_TITLE_CHARS * 10)
 
         def write(conn: sqlite3.Connection) -> MemoryEntry:
-            row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
-            if row is None:
-                raise NotFound(f"memory entry {id_v} does not exist")
-            body = row["body_md"]
+            entry = _entry(conn, id_v)
+            body = entry.body_md
             new_body = (
                 f"Marked stale: {reason_v}" if not body.strip() else f"{body}\n\nStale reason: {reason_v}"
             )
             if len(new_body) > MAX_BODY_CHARS * 2:
                 raise InvalidArgument("the entry body would grow past its limit; record a new entry instead")
             now = utc_now_iso()
-            revision = int(row["revision"]) + 1
+            revision = entry.revision + 1
             conn.execute(
                 "UPDATE memory_entries SET status = 'stale', body_md = ?, lc_body = ?, updated_at = ?,"
                 " revision = ? WHERE id = ?",
@@ -210,7 +197,7 @@ class MemoryStore:
                 conn,
                 id_v,
                 revision,
-                title=row["title"],
+                title=entry.title,
                 body_md=new_body,
                 reason=reason_v,
                 actor=actor,
@@ -220,123 +207,103 @@ class MemoryStore:
                 conn,
                 "memory.marked_stale",
                 actor=actor,
-                task_id=task_of_scope(row["scope"]),
+                task_id=task_of_scope(entry.scope),
                 payload={"memory_id": id_v, "reason_md": reason_v, "revision": revision},
             )
-            return entry_from_row(
-                conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
-            )
+            return _entry(conn, id_v)
 
         return self.db.write(write)
 
 
+def _entry(conn: sqlite3.Connection, memory_id: str) -> MemoryEntry:
+    """The entry ``memory_id`` on an open connection, or :class:`NotFound` (the tools' code)."""
+    row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (memory_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"memory entry {memory_id} does not exist")
+    return entry_from_row(row)
+
+
 def _write_record(
     conn: sqlite3.Connection,
-    record: MemoryRecord,
+    entry: NewEntry,
     *,
     actor: str,
-    source_proposal_id: str | None = None,
     allowed_scopes: frozenset[str] | None = None,
     grant_id: str | None = None,
 ) -> MemoryEntry:
-    """Insert or fully replace one entry, its revision and its event, inside a write transaction."""
+    """Insert (:func:`insert_entry`) or fully replace one entry, with its revision and its event."""
     if grant_id is not None:
         require_live_grant(conn, grant_id)
-    scope_v, kind_v, title_v, body_v = record.scope, record.kind, record.title, record.body_md
-    source_v, importance_v, id_v, status_v = (
-        record.source_event_id,
-        record.importance,
-        record.memory_id,
-        record.status,
-    )
     now = utc_now_iso()
     existing = None
-    if id_v is not None:
-        existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (id_v,)).fetchone()
-    if existing is not None and allowed_scopes is not None:
-        # A capability replaces only what its own proposal recorded, checked inside the write so
-        # that no entry created meanwhile under the same ID can slip past.
-        if existing["scope"] not in allowed_scopes:
-            raise Forbidden(f"memory entry {id_v} lies outside this capability's scopes")
-        if existing["source_proposal_id"] != source_proposal_id:
-            raise Forbidden(f"memory entry {id_v} was not recorded for this capability's proposal")
-    lowered = (title_v.lower(), body_v.lower(), scope_v.lower(), kind_v.lower())
+    if entry.id is not None:
+        existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry.id,)).fetchone()
     if existing is None:
-        entry_id = id_v or new_id("memory")
-        conn.execute(
-            "INSERT INTO memory_entries (id, scope, kind, title, body_md, source_event_id,"
-            " importance, status, created_at, updated_at, source_proposal_id, revision,"
-            " lc_title, lc_body, lc_scope, lc_kind)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-            (
-                entry_id,
-                scope_v,
-                kind_v,
-                title_v,
-                body_v,
-                source_v or None,
-                importance_v,
-                status_v,
-                now,
-                now,
-                source_proposal_id,
-                *lowered,
-            ),
-        )
-        revision_row(conn, entry_id, 1, title=title_v, body_md=body_v, reason="created", actor=actor, now=now)
-        created = True
+        entry_id = insert_entry(conn, entry, actor=actor, now=now)
     else:
         entry_id = existing["id"]
-        changed = existing["title"] != title_v or existing["body_md"] != body_v
-        revision = int(existing["revision"]) + (1 if changed else 0)
-        conn.execute(
-            "UPDATE memory_entries SET scope = ?, kind = ?, title = ?, body_md = ?,"
-            " source_event_id = ?, importance = ?, status = ?, updated_at = ?, revision = ?,"
-            " source_proposal_id = COALESCE(?, source_proposal_id),"
-            " lc_title = ?, lc_body = ?, lc_scope = ?, lc_kind = ? WHERE id = ?",
-            (
-                scope_v,
-                kind_v,
-                title_v,
-                body_v,
-                source_v or None,
-                importance_v,
-                status_v,
-                now,
-                revision,
-                source_proposal_id,
-                *lowered,
-                entry_id,
-            ),
-        )
-        if changed:
-            revision_row(
-                conn,
-                entry_id,
-                revision,
-                title=title_v,
-                body_md=body_v,
-                reason="recorded",
-                actor=actor,
-                now=now,
-            )
-        created = False
-    row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry_id,)).fetchone()
-    entry = entry_from_row(row)
+        _replace(conn, existing, entry, actor=actor, now=now, allowed_scopes=allowed_scopes)
+    stored = _entry(conn, entry_id)
     append_event(
         conn,
         "memory.recorded",
         actor=actor,
-        task_id=task_of_scope(scope_v),
-        proposal_id=source_proposal_id,
+        task_id=task_of_scope(entry.scope),
+        proposal_id=entry.source_proposal_id,
         payload={
             "memory_id": entry_id,
-            "scope": scope_v,
-            "kind": kind_v,
-            "title": title_v,
-            "status": status_v,
-            "revision": entry.revision,
-            "created": created,
+            "scope": entry.scope,
+            "kind": entry.kind,
+            "title": entry.title,
+            "status": entry.status,
+            "revision": stored.revision,
+            "created": existing is None,
         },
     )
-    return entry
+    return stored
+
+
+def _replace(
+    conn: sqlite3.Connection,
+    existing: sqlite3.Row,
+    entry: NewEntry,
+    *,
+    actor: str,
+    now: str,
+    allowed_scopes: frozenset[str] | None,
+) -> None:
+    """Fully replace the core fields of ``existing``; a new revision when title or body change."""
+    entry_id = existing["id"]
+    if allowed_scopes is not None:
+        # A capability replaces only what its own proposal recorded, checked inside the write so
+        # that no entry created meanwhile under the same ID can slip past.
+        if existing["scope"] not in allowed_scopes:
+            raise Forbidden(f"memory entry {entry_id} lies outside this capability's scopes")
+        if existing["source_proposal_id"] != entry.source_proposal_id:
+            raise Forbidden(f"memory entry {entry_id} was not recorded for this capability's proposal")
+    changed = existing["title"] != entry.title or existing["body_md"] != entry.body_md
+    revision = int(existing["revision"]) + (1 if changed else 0)
+    core = core_columns(entry)
+    conn.execute(
+        f"UPDATE memory_entries SET {', '.join(f'{name} = :{name}' for name in core)}, updated_at = :now,"
+        " revision = :revision, source_proposal_id = COALESCE(:source_proposal_id, source_proposal_id)"
+        " WHERE id = :id",
+        {
+            **core,
+            "now": now,
+            "revision": revision,
+            "source_proposal_id": entry.source_proposal_id,
+            "id": entry_id,
+        },
+    )
+    if changed:
+        revision_row(
+            conn,
+            entry_id,
+            revision,
+            title=entry.title,
+            body_md=entry.body_md,
+            reason="recorded",
+            actor=actor,
+            now=now,
+        )

@@ -101,22 +101,16 @@ async def _record(call: ToolCall) -> dict[str, Any]:
         raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
     if grant is not None and args.memory_id not in (None, ""):
         await _refuse_foreign_entry(call, str(args.memory_id))
+    # A capability's entries carry its proposal, stay in its scopes, and need its grant live.
+    bound: dict[str, Any] = {}
+    if grant is not None:
+        bound = {
+            "source_proposal_id": grant.proposal_id,
+            "allowed_scopes": grant.scopes,
+            "grant_id": grant.id,
+        }
     store = call.services.store
-    entry = await store.db.run(
-        store.memory.record,
-        scope=args.scope,
-        kind=args.kind,
-        title=args.title,
-        body_md=args.body_md,
-        source_event_id=args.source_event_id,
-        importance=args.importance,
-        memory_id=args.memory_id,
-        status=args.status,
-        actor=call.principal.actor,
-        source_proposal_id=grant.proposal_id if grant is not None else None,
-        allowed_scopes=grant.scopes if grant is not None else None,
-        grant_id=grant.id if grant is not None else None,
-    )
+    entry = await store.db.run(store.memory.record, **args.model_dump(), actor=call.principal.actor, **bound)
     return {"entry": entry.core()}
 
 

@@ -131,6 +131,34 @@ async def test_fix_create_writes_revision_one_provenance_edges_and_redacts_the_t
         ]
 
 
+async def test_create_stores_what_the_route_parsed_and_nothing_it_defaulted(services: Services) -> None:
+    """The handler passes on the model it parsed: fields the body left out stay the store's defaults,
+    and a default of the model (a source's ``relation``) is not written into the stored provenance."""
+    async with running_api(services) as api:
+        provenance = {"note": "n", "nested": {"k": [1, "two"]}, "sources": [{"type": "event", "id": 1}]}
+        memory = await create(api, provenance=provenance, confidence=None)
+        assert memory["provenance"] == provenance
+        assert (memory["confidence"], memory["reliability"], memory["importance"]) == (0.5, 0.5, 50)
+        chain = (await api.client.get(f"/memories/{memory['id']}/source-chain")).json()["items"]
+        assert [(e["source_type"], e["source_id"], e["relation"]) for e in chain] == [
+            ("event", "1", "derived_from")
+        ]
+
+
+async def test_create_and_revise_refuse_control_characters(services: Services) -> None:
+    """One text rule for every memory surface: control characters reach terminals and the console."""
+    async with running_api(services) as api:
+        before = table_counts(api.store)
+        body = {"scope": "project", "kind": "decision", "title": "\x1b[2J", "body_md": "b"}
+        assert_error(await api.client.post("/memories", json=body), 400, "invalid_memory")
+        assert table_counts(api.store) == before
+        mid = (await create(api))["id"]
+        revision = {"body_md": "bell\x07", "expected_revision": 1}
+        assert_error(
+            await api.client.post(f"/memories/{mid}/revisions", json=revision), 400, "invalid_revision"
+        )
+
+
 async def test_a_2xx_proves_the_audit_row_and_the_event_exist(services: Services) -> None:
     async with running_api(services) as api:
         memory = await create(api)

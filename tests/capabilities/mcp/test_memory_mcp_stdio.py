@@ -113,6 +113,13 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
         {"scope": "p", "kind": "k", "title": "t", "body_md": "b", "bogus": 1},
         "invalid_argument",
     ),
+    (
+        "memory.record",
+        {"scope": "p", "kind": "k", "title": "t", "body_md": "b", "memory_id": "M-x\n"},
+        "invalid_argument",
+    ),
+    ("memory.record", {"scope": "p", "kind": "k", "title": "\x1b[2J", "body_md": "b"}, "invalid_argument"),
+    ("memory.mark_stale", {"memory_id": "M-x\n", "reason_md": "why"}, "invalid_argument"),
     ("memory.query", {"limit": "ten"}, "invalid_argument"),
     ("memory.query", {"scope": 5}, "invalid_argument"),
     ("memory.query", {"match": "fuzzy"}, "invalid_argument"),

@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from store import Forbidden, InvalidArgument, NotFound, Store
-from store.memory._store import MemoryEntry
+from store.memory import MemoryEntry
 
 
 def _record(store: Store, **fields: object) -> MemoryEntry:
