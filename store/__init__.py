@@ -11,6 +11,7 @@ from pathlib import Path
 
 from store._oracle import MAX_CITATIONS, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
+from store._text import TEXT_PATTERN
 from store.access import ConsoleSessions, GrantRecord, GrantStore
 from store.config import ProjectConfig, package_version
 from store.db import Database, apply_migrations
@@ -39,6 +40,7 @@ from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, Tim
 
 __all__ = [
     "MAX_CITATIONS",
+    "TEXT_PATTERN",
     "ArtifactMismatch",
     "Conflict",
     "Database",

@@ -19,12 +19,16 @@ import re
 
 from store.errors import InvalidArgument
 
-__all__ = ["MAX_LABEL_CHARS", "check_label", "check_text", "is_label"]
+__all__ = ["MAX_LABEL_CHARS", "TEXT_PATTERN", "check_label", "check_text", "is_label"]
 
 MAX_LABEL_CHARS = 200
 """The longest ID, agent name, scope label or token name."""
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CONTROL_CLASS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
+_CONTROL = re.compile(f"[{_CONTROL_CLASS}]")
+
+TEXT_PATTERN = f"^[^{_CONTROL_CLASS}]*$"
+"""The rule of :func:`check_text` as a JSON Schema ``pattern``, for the API documents that advertise it."""
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
+from store import TEXT_PATTERN
+
 __all__ = ["EmptyBody", "MemoryCreate", "ProvenanceSource", "ResynthesisCreate", "RevisionCreate"]
 
 
@@ -36,13 +38,23 @@ class Provenance(BaseModel):
     sources: list[ProvenanceSource] | None = None
 
 
+_TEXT: dict[str, Any] = {"pattern": TEXT_PATTERN}
+"""Advertises the store's text rule (no NUL or control characters but tab, newline, CR)."""
+
+
 class MemoryCreate(_Strict):
     """``POST /memories``."""
 
-    scope: StrictStr = Field(description='"project", a task ID, or another scope label')
-    kind: StrictStr = Field(description="decision, constraint, fact, ...")
-    title: StrictStr = Field(description="nonblank; recognizable secrets are redacted")
-    body_md: StrictStr = Field(description="nonblank Markdown; recognizable secrets are redacted")
+    scope: StrictStr = Field(
+        json_schema_extra=_TEXT, description='"project", a task ID, or another scope label'
+    )
+    kind: StrictStr = Field(json_schema_extra=_TEXT, description="decision, constraint, fact, ...")
+    title: StrictStr = Field(
+        json_schema_extra=_TEXT, description="nonblank; recognizable secrets are redacted"
+    )
+    body_md: StrictStr = Field(
+        json_schema_extra=_TEXT, description="nonblank Markdown; recognizable secrets are redacted"
+    )
     tags: list[StrictStr] | None = None
     provenance: Provenance | None = None
     source_event_id: StrictInt | None = Field(default=None, ge=0)
@@ -60,7 +72,7 @@ class MemoryCreate(_Strict):
 class RevisionCreate(_Strict):
     """``POST /memories/{id}/revisions``."""
 
-    body_md: StrictStr = Field(description="the new body; nonblank")
+    body_md: StrictStr = Field(json_schema_extra=_TEXT, description="the new body; nonblank")
     title: StrictStr | None = Field(default=None, description="a new title; empty or omitted keeps the title")
     reason: StrictStr | None = Field(default=None, description="kept in the revision history")
     expected_revision: StrictInt = Field(description="the revision the change is based on; 409 if it moved")
