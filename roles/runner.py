@@ -40,11 +40,17 @@ DEFAULT_CHANNEL_DIR = Path("/run/roundtable")
 
 
 def role_version() -> str:
-    """The installed ``roundtable`` distribution's version, or ``0+unknown`` outside an install."""
-    try:
-        return version("roundtable")
-    except PackageNotFoundError:
-        return "0+unknown"
+    """The version of the installed runner, or ``0+unknown`` outside an install.
+
+    The role image installs ``roles`` as the ``roundtable-role`` distribution; a host install has it
+    inside ``roundtable``. Both carry the roundtable version.
+    """
+    for distribution in ("roundtable-role", "roundtable"):
+        try:
+            return version(distribution)
+        except PackageNotFoundError:
+            continue
+    return "0+unknown"
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,16 @@
 """Build and inspect the role image, the container image every role launch runs.
 
-The image holds ``roles.runner`` in a virtualenv at ``/opt/roundtable/venv``, runs as the fixed
-non-root user ``10001:10001`` and needs no writes to its root filesystem (``deploy/Dockerfile``). It is
-tagged ``roundtable-role:<version>`` and carries these labels:
+The image holds ``roles.runner`` in a virtualenv at ``/opt/roundtable/venv``: the ``roles`` package
+(as the ``roundtable-role`` distribution) and what it and its MCP client import, nothing of the
+supervisor, the store, the capabilities, the Docker SDK or uvicorn. It runs as the fixed non-root user
+``10001:10001`` and needs no writes to its root filesystem (``deploy/Dockerfile``). It is tagged
+``roundtable-role:<version>`` and carries these labels:
 
 * ``org.opencontainers.image.version`` / ``org.opencontainers.image.revision``: what was built;
 * ``roundtable.role-image=1``: marks it as ours;
-* ``roundtable.source-hash``: a digest of every build input (the four packages, ``pyproject.toml``,
-  the Dockerfile and the base image). A build whose inputs match the tagged image's hash is skipped.
+* ``roundtable.source-hash``: a digest of every build input (``roles/``, ``deploy/role/``, the
+  Dockerfile, the version and the base image; :mod:`supervisor.image._inputs`). A build whose inputs
+  match the tagged image's hash is skipped.
 
 Two paths, chosen by ``offline``:
 
@@ -17,8 +20,9 @@ Two paths, chosen by ``offline``:
   ``roundtable-base:<suite>``; an existing base image is reused. This step needs root and debootstrap
   and lives in :mod:`supervisor.image._base`.
 
-Either way the wheels (roundtable, its dependencies and pip) are built on the host with ``pip wheel``
-and installed in the image with ``--no-index``; nothing in the image build reaches the network.
+Either way the wheels (roundtable-role, its dependencies, mcp's and pip) are built on the host with
+``pip wheel`` and installed in the image with ``--no-index``; nothing in the image build reaches the
+network.
 
 Everything here blocks: callers on the event loop run it in a worker thread. Failures raise
 :class:`ImageBuildError`, or :class:`DockerUnavailableError` when the engine cannot be reached.
@@ -28,11 +32,9 @@ from __future__ import annotations
 
 import collections
 import gc
-import hashlib
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -54,8 +56,8 @@ from supervisor.image._common import (
     Progress,
     docker_step,
     get_image,
-    run_streaming,
 )
+from supervisor.image._inputs import ROLE_PROJECT, build_wheels, snapshot_inputs, source_hash
 
 __all__ = [
     "BASE_REPOSITORY",
@@ -76,11 +78,13 @@ REGISTRY_BASE = "python:3.11-slim"
 LABEL_VERSION = "org.opencontainers.image.version"
 LABEL_REVISION = "org.opencontainers.image.revision"
 LABEL_SOURCE_HASH = "roundtable.source-hash"
-_SOURCE_DIRS = ("supervisor", "roles", "capabilities", "store")
-_SOURCE_FILES = ("pyproject.toml", "deploy/Dockerfile")
-_PACKAGING_FILES = ("README.md", "LICENSE", "MANIFEST.in", "setup.cfg", "setup.py")
-_SKIPPED_PARTS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
-_COPY_IGNORE = shutil.ignore_patterns(*_SKIPPED_PARTS, "*.pyc", "*.pyo", "*.egg-info")
+_REQUIRED_FILES = (
+    "deploy/Dockerfile",
+    "deploy/build-base.sh",
+    "deploy/role/pyproject.toml",
+    "deploy/role/check.py",
+    "roles/runner.py",
+)
 _DOCKER_TIMEOUT = 900.0
 
 
@@ -126,35 +130,6 @@ def role_image_tag() -> str:
     return f"{ROLE_REPOSITORY}:{version('roundtable')}"
 
 
-def source_hash(repo_root: Path, base: str) -> str:
-    """A SHA-256 over every build input under ``repo_root`` and the ``base`` image reference.
-
-    Inputs are the files of the four packages (caches and bytecode excluded), ``pyproject.toml``,
-    ``deploy/Dockerfile`` and the packaging files (README, LICENSE, ...), each hashed with its relative
-    path (a missing file hashes as missing), in sorted order.
-    """
-    files: list[Path] = [repo_root / name for name in (*_SOURCE_FILES, *_PACKAGING_FILES)]
-    for name in _SOURCE_DIRS:
-        files.extend(
-            path
-            for path in (repo_root / name).rglob("*")
-            if path.is_file()
-            and path.suffix not in {".pyc", ".pyo"}
-            and not _SKIPPED_PARTS.intersection(path.relative_to(repo_root).parts)
-            and not any(part.endswith(".egg-info") for part in path.parts)
-        )
-    digest = hashlib.sha256(f"base\0{base}\0".encode())
-    for path in sorted(files, key=lambda p: p.relative_to(repo_root).as_posix()):
-        rel = path.relative_to(repo_root).as_posix()
-        try:
-            content = path.read_bytes()
-        except FileNotFoundError:
-            content = b"\0missing"
-        digest.update(f"{rel}\0{len(content)}\0".encode())
-        digest.update(content)
-    return digest.hexdigest()
-
-
 def build_role_image(
     *,
     offline: bool,
@@ -172,7 +147,7 @@ def build_role_image(
     """
     started = time.monotonic()
     root = _repo_root(repo_root)
-    tag = role_image_tag()
+    tag, release = role_image_tag(), version("roundtable")
     client = _client()
     try:
         if offline:
@@ -180,22 +155,20 @@ def build_role_image(
             base, base_key = base_tag, f"{base_tag}@{base_id}"
         else:
             base = base_key = REGISTRY_BASE
-        digest = source_hash(root, base_key)
-        previous = get_image(client, tag)
-        if previous is not None and previous.labels.get(LABEL_SOURCE_HASH) == digest and not force:
-            progress(f"image: {tag} is up to date ({previous.id[7:19]})")
-            return ImageBuildResult(tag, str(previous.id), False, time.monotonic() - started)
         with tempfile.TemporaryDirectory(prefix="roundtable-image-") as tmp:
             context = Path(tmp)
-            source = _snapshot_sources(root, context / "source")
-            # Label the image with the hash of what it is built from, even if the checkout moves on.
-            digest = source_hash(source, base_key)
-            shutil.copy2(source / "deploy" / "Dockerfile", context / "Dockerfile")
-            _build_wheels(source, context / "wheels", progress)
-            shutil.rmtree(source)
+            # The hash of what is copied: the label says what the image was built from, even if the
+            # checkout moves on while it builds.
+            digest = snapshot_inputs(root, context, base_key, version=release)
+            previous = get_image(client, tag)
+            if previous is not None and previous.labels.get(LABEL_SOURCE_HASH) == digest and not force:
+                progress(f"image: {tag} is up to date ({previous.id[7:19]})")
+                return ImageBuildResult(tag, str(previous.id), False, time.monotonic() - started)
+            build_wheels(context / ROLE_PROJECT, context / "wheels", progress)
+            shutil.rmtree(context / ROLE_PROJECT)
             buildargs = {
                 "BASE": base,
-                "VERSION": version("roundtable"),
+                "VERSION": release,
                 "REVISION": _git_revision(root),
                 "SOURCE_HASH": digest,
             }
@@ -259,43 +232,13 @@ def _client() -> Any:
 
 def _repo_root(repo_root: Path | None) -> Path:
     root = (repo_root or Path(__file__).resolve().parents[2]).resolve()
-    for needed in ("pyproject.toml", "deploy/Dockerfile", "deploy/build-base.sh"):
-        if not (root / needed).is_file():
+    for needed in _REQUIRED_FILES:
+        if not (root / needed).exists():
             raise ImageBuildError(
                 f"{root} is not a Roundtable source checkout (no {needed}); the role image is built "
                 "from the repository, pass repo_root"
             )
     return root
-
-
-def _snapshot_sources(root: Path, source: Path) -> Path:
-    """Copy the build inputs (the hashed files, caches excluded) to ``source`` and return it.
-
-    Building from a copy keeps ``build/`` and ``*.egg-info`` out of the checkout, stale modules out of
-    the wheel, and the image consistent with its label while the checkout is being edited.
-    """
-    source.mkdir()
-    for name in (*_SOURCE_FILES, *_PACKAGING_FILES):
-        if (root / name).is_file():
-            (source / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(root / name, source / name)
-    for name in _SOURCE_DIRS:
-        if (root / name).is_dir():
-            shutil.copytree(root / name, source / name, ignore=_COPY_IGNORE)
-    return source
-
-
-def _build_wheels(source: Path, wheels: Path, progress: Progress) -> None:
-    """Build roundtable from ``source``, its dependencies and pip into the wheelhouse ``wheels``."""
-    progress(f"wheels: building roundtable and its dependencies with {sys.executable} -m pip")
-    argv = [sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check"]
-    run_streaming(
-        [*argv, "--wheel-dir", str(wheels), str(source), "pip"],
-        "building wheels (pip wheel)",
-        progress,
-        prefix="wheels:",
-    )
-    progress(f"wheels: {sum(1 for _ in wheels.glob('*.whl'))} wheels ready")
 
 
 def _git_revision(root: Path) -> str:

@@ -1,9 +1,12 @@
-"""The role runner's exit statuses when its channel or grant is missing, over a real socket."""
+"""The role runner: its exit statuses when its channel or grant is missing (over a real socket), its
+version, and that roles imports nothing of the supervisor side (the role image carries roles alone)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
+from importlib.metadata import PackageNotFoundError
 from pathlib import Path
 
 import anyio
@@ -11,6 +14,7 @@ import pytest
 
 from capabilities.services import Services
 from capabilities.serving._transports import build_launch_app, serving
+from roles import runner
 from roles.runner import EXIT_NO_CHANNEL, EXIT_NO_GRANT
 from store import Store
 from tests.capabilities.oracle_helpers import build_world
@@ -46,3 +50,41 @@ async def test_missing_or_refused_token_is_exit_3(store: Store) -> None:
             assert code == EXIT_NO_GRANT
             assert "refused" in err
             assert other.token not in err
+
+
+# The role image installs roles alone (docs/image.md): roles may import nothing else of Roundtable.
+_IMPORT_ALL_OF_ROLES = """
+import importlib, json, pkgutil, sys
+import roles
+for module in pkgutil.walk_packages(roles.__path__, "roles."):
+    importlib.import_module(module.name)
+import mcp.client.streamable_http  # what the runner imports lazily, inside a launch
+print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
+"""
+
+
+async def test_roles_imports_nothing_of_the_supervisor_side() -> None:
+    result = await anyio.run_process([sys.executable, "-c", _IMPORT_ALL_OF_ROLES], check=True)
+    loaded = set(json.loads(result.stdout))
+    assert "roles" in loaded
+    assert loaded.isdisjoint({"supervisor", "store", "capabilities", "docker", "requests", "tests"})
+
+
+@pytest.mark.parametrize(
+    ("installed", "expected"),
+    [
+        ({"roundtable-role": "1.2.0", "roundtable": "9.9.9"}, "1.2.0"),  # in the role image
+        ({"roundtable": "1.3.0"}, "1.3.0"),  # a host install of the whole distribution
+        ({}, "0+unknown"),
+    ],
+)
+async def test_role_version_reads_the_distribution_roles_came_in(
+    monkeypatch: pytest.MonkeyPatch, installed: dict[str, str], expected: str
+) -> None:
+    def version(name: str) -> str:
+        if name not in installed:
+            raise PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(runner, "version", version)
+    assert runner.role_version() == expected

@@ -1,4 +1,4 @@
-"""The role image: its build inputs, its offline base, and the built image itself.
+"""The built role image (real Docker): what it holds, how it runs, its labels, its no-op rebuild.
 
 The ``docker`` tests build (or reuse) ``roundtable-role:<version>`` once per session through the
 offline path and inspect it with the real engine. They fail, never skip, when Docker is unreachable.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import subprocess
 import sys
 import time
@@ -30,103 +29,15 @@ from supervisor.image._build import (
     ImageBuildResult,
     build_role_image,
     inspect_role_image,
-    role_image_tag,
-    source_hash,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-BUILD_BASE = REPO_ROOT / "deploy" / "build-base.sh"
 TEST_LABEL = "roundtable.test"
 TEST_LABEL_VALUE = "test_image"
 ROLE_USER = "10001:10001"
-
-
-# -- build inputs (no Docker) -------------------------------------------------------------------------
-
-
-def _fake_checkout(root: Path) -> Path:
-    for name in ("supervisor", "roles", "capabilities", "store", "deploy"):
-        (root / name).mkdir(parents=True)
-        (root / name / "__init__.py").write_text(f"# {name}\n")
-    (root / "pyproject.toml").write_text("[project]\nname = 'roundtable'\n")
-    (root / "deploy" / "Dockerfile").write_text("FROM scratch\n")
-    return root
-
-
-def test_source_hash_is_stable_and_ignores_caches(tmp_path: Path) -> None:
-    root = _fake_checkout(tmp_path)
-    first = source_hash(root, "base@1")
-    (root / "roles" / "__pycache__").mkdir()
-    (root / "roles" / "__pycache__" / "runner.cpython-311.pyc").write_bytes(b"\0")
-    (root / "store" / "x.pyc").write_bytes(b"\0")
-    (root / "tests").mkdir()
-    (root / "tests" / "test_x.py").write_text("")
-    assert source_hash(root, "base@1") == first
-
-
-@pytest.mark.parametrize(
-    "change",
-    ["roles/runner.py", "store/__init__.py", "pyproject.toml", "deploy/Dockerfile", "README.md"],
-)
-def test_source_hash_follows_every_input(tmp_path: Path, change: str) -> None:
-    root = _fake_checkout(tmp_path)
-    before = source_hash(root, "base@1")
-    (root / change).write_text("changed\n")
-    assert source_hash(root, "base@1") != before
-
-
-def test_source_hash_follows_the_base(tmp_path: Path) -> None:
-    root = _fake_checkout(tmp_path)
-    assert source_hash(root, "roundtable-base:bookworm@sha256:a") != source_hash(
-        root, "roundtable-base:bookworm@sha256:b"
-    )
-
-
-def test_role_image_tag_names_the_installed_version() -> None:
-    assert role_image_tag() == f"roundtable-role:{version('roundtable')}"
-
-
-def _print_source(apt_etc: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["bash", str(BUILD_BASE), "--print-source"],
-        env={**os.environ, "APT_ETC": str(apt_etc)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
-def test_base_mirror_comes_from_deb822_sources(tmp_path: Path) -> None:
-    (tmp_path / "sources.list.d").mkdir()
-    (tmp_path / "sources.list.d" / "debian.sources").write_text(
-        "Types: deb-src\nURIs: http://src.example/debian\nSuites: bookworm\nComponents: main\n\n"
-        "Types: deb\nEnabled: no\nURIs: http://off.example/debian\nSuites: bookworm\nComponents: main\n\n"
-        "# the security archive is not the main one\n"
-        "Types: deb\nURIs: http://sec.example/debian-security\nSuites: bookworm-security\n"
-        "Components: main\n\n"
-        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm-updates bookworm\n"
-        "Components: main contrib\n"
-    )
-    proc = _print_source(tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["http://mirror.example/debian", "bookworm"]
-
-
-def test_base_mirror_falls_back_to_sources_list(tmp_path: Path) -> None:
-    (tmp_path / "sources.list").write_text(
-        "# deb http://commented.example/debian trixie main\n"
-        "deb [signed-by=/k.gpg] http://mirror.example/debian trixie-updates main\n"
-        "deb http://ftp.example/debian trixie main non-free-firmware\n"
-    )
-    proc = _print_source(tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["http://ftp.example/debian", "trixie"]
-
-
-def test_base_mirror_missing_is_a_clear_error(tmp_path: Path) -> None:
-    proc = _print_source(tmp_path)
-    assert proc.returncode == 1
-    assert "no Debian main archive" in proc.stderr
+VENV_PYTHON = "/opt/roundtable/venv/bin/python"
+# What the role image must not carry: the supervisor side of Roundtable and its server stack.
+NOT_IN_THE_IMAGE = ("supervisor", "store", "capabilities", "docker", "uvicorn", "requests", "tests")
 
 
 # -- the built image (real Docker) --------------------------------------------------------------------
@@ -245,6 +156,88 @@ def test_role_user_cannot_change_the_installed_code(image_client: Any, role_imag
         labels={TEST_LABEL: TEST_LABEL_VALUE},
     )
     assert output.decode().splitlines() == ["10001 10001", "writable: []"]
+
+
+_CONTENTS_PROBE = r"""
+import importlib, importlib.metadata, json, pkgutil, sys, sysconfig
+from pathlib import Path
+import roles, roles.runner
+for module in pkgutil.walk_packages(roles.__path__, "roles."):
+    importlib.import_module(module.name)
+failed = {}
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        failed[name] = exc.name
+site = Path(sysconfig.get_path("purelib"))
+package = Path(roles.__file__).parent
+print(json.dumps({
+    "not_importable": failed,
+    "distributions": sorted(d.metadata["Name"].lower() for d in importlib.metadata.distributions()),
+    "roles_files": sorted(
+        p.relative_to(package).as_posix() for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ),
+    "roles_without_bytecode": sorted(
+        p.relative_to(package).as_posix() for p in package.rglob("*.py")
+        if not Path(importlib.util.cache_from_source(str(p))).is_file()
+    ),
+    # PEP 552 flags of each .pyc: 1 is hash-based and never checked against the source.
+    "bytecode_flags": sorted({
+        int.from_bytes(p.read_bytes()[4:8], "little") for p in site.rglob("__pycache__/*.pyc")
+    }),
+    "site": str(site),
+}))
+"""
+
+
+def _contents(client: Any, image: ImageBuildResult) -> dict[str, Any]:
+    output = _run(client, image, ["-c", _CONTENTS_PROBE, *NOT_IN_THE_IMAGE], entrypoint=[VENV_PYTHON])
+    result: dict[str, Any] = json.loads(output)
+    return result
+
+
+@pytest.mark.docker
+def test_image_carries_only_the_runner(image_client: Any, role_image: ImageBuildResult) -> None:
+    """roles.runner imports; nothing of the supervisor side (our packages, Docker SDK, uvicorn) does."""
+    contents = _contents(image_client, role_image)
+    assert contents["not_importable"] == {name: name for name in NOT_IN_THE_IMAGE}
+    distributions = set(contents["distributions"])
+    assert "roundtable-role" in distributions
+    assert {"mcp", "httpx2", "anyio", "pydantic"} <= distributions
+    assert distributions.isdisjoint({"roundtable", "docker", "uvicorn", "requests", "click", "pip"})
+
+
+@pytest.mark.docker
+def test_image_carries_every_file_of_roles(image_client: Any, role_image: ImageBuildResult) -> None:
+    """All of roles/, subpackages included: the build names no module."""
+    package = REPO_ROOT / "roles"
+    expected = sorted(
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+    assert _contents(image_client, role_image)["roles_files"] == expected
+
+
+@pytest.mark.docker
+def test_bytecode_is_compiled_at_build_time(image_client: Any, role_image: ImageBuildResult) -> None:
+    """Every module the runner loads comes from bytecode built into the (read-only) image."""
+    contents = _contents(image_client, role_image)
+    assert contents["roles_without_bytecode"] == []
+    assert contents["bytecode_flags"] == [1]
+    probe = "import roles.runner, roles.gateway, roles.tools, mcp.client.streamable_http\nimport mcp"
+    # -v logs on stderr; exit 3 afterwards so that docker hands stderr back.
+    argv = ["-v", "-c", f"{probe}\nraise SystemExit(3)"]
+    with pytest.raises(docker.errors.ContainerError) as verbose:
+        _run(image_client, role_image, argv, entrypoint=[VENV_PYTHON])
+    log = (verbose.value.stderr or b"").decode()
+    loaded = [line.split("'")[1] for line in log.splitlines() if line.startswith("# code object from '")]
+    ours = [path for path in loaded if path.startswith("/opt/roundtable/venv/")]
+    assert any("/roles/__pycache__/runner." in path for path in ours)
+    assert any("/mcp/client/__pycache__/streamable_http." in path for path in ours)
+    assert [path for path in ours if not path.endswith(".pyc")] == []
 
 
 @pytest.mark.docker
