@@ -36,9 +36,16 @@ from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableErro
 from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
 from supervisor.docker import DockerLauncher, Launcher
-from supervisor.launch._ownership import OwnerLock, live_owners
-from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
-from supervisor.launch._spec import LaunchLimits, LaunchPhase, LaunchSpec, supervisor_id_for
+from supervisor.launch import (
+    LaunchLimits,
+    LaunchPhase,
+    LaunchRuntimeDir,
+    LaunchSpec,
+    OwnerLock,
+    RuntimeRoot,
+    live_owners,
+    supervisor_id_for,
+)
 from supervisor.models import ModelGateway
 
 __all__ = ["ROLES", "LaunchResult", "PhaseReporter", "Supervisor"]
