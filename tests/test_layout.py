@@ -68,15 +68,17 @@ def resolve_import(importer: str, is_package: bool, node: ast.ImportFrom) -> str
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def imports_of(path: Path) -> Iterator[ImportRef]:
-    """Every import of one of our packages in ``path``, lazy ones inside functions included.
+def imports_of(path: Path, source: str | None = None) -> Iterator[ImportRef]:
+    """Every import of one of our packages in ``path`` (or in ``source``, read as if it were there),
+    lazy ones inside functions included.
 
     ``from a.b import c`` yields ``a.b.c``: ``c`` may be a module or a name, and either may be private.
     A constant-string ``importlib.import_module("a.b")`` counts as an import too.
     """
     importer = module_name(path)
     is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    text = path.read_text(encoding="utf-8") if source is None else source
+    for node in ast.walk(ast.parse(text, str(path))):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -171,12 +173,23 @@ def test_store_keeps_at_most_a_dozen_modules_at_its_top() -> None:
 
 def test_the_scan_sees_every_kind_of_import() -> None:
     """The scanner itself: plain, relative, lazy and ``import_module`` imports are all found."""
-    source = REPO / "capabilities" / "policy.py"
-    assert any(ref.target == "roles.oracle.MEMORY_ORACLE" for ref in imports_of(source))
-    package = REPO / "capabilities" / "mcp" / "__init__.py"
-    targets = {ref.target for ref in imports_of(package)}
-    assert "capabilities.mcp._dispatch.call_tool" in targets
-    tree = ast.parse("from . import _x\nfrom ..serving import y\n")
-    relative = [node for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
-    assert resolve_import("capabilities.mcp", True, relative[0]) == "capabilities.mcp"
-    assert resolve_import("capabilities.mcp._server", False, relative[1]) == "capabilities.serving"
+    policy = REPO / "capabilities" / "policy.py"
+    assert any(ref.target == "roles.oracle.MEMORY_ORACLE" for ref in imports_of(policy))
+    source = (
+        "import store.db\n"
+        "from . import _x\n"
+        "from ..serving import y\n"
+        "def later():\n"
+        "    from supervisor.cli import run\n"
+        "    importlib.import_module('roles.runner')\n"
+    )
+    refs = list(imports_of(REPO / "capabilities" / "mcp" / "__init__.py", source))
+    assert [ref.target for ref in refs] == [
+        "store.db",
+        "capabilities.mcp._x",
+        "capabilities.serving.y",
+        "supervisor.cli.run",
+        "roles.runner",
+    ]
+    assert [ref.line for ref in refs] == [1, 2, 3, 5, 6]
+    assert not _allowed(refs[3]) and not _allowed(refs[4]) and _allowed(refs[0])
