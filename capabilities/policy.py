@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from capabilities.principals import Principal, PrincipalKind
 
+# The oracle's allow-list has one source: its role definition in roles/, which holds each role's
+# prompt, tool list and limits. The runner reads that module inside the role image, where no
+# capabilities code is installed, so the policy reads the role, never the other way round; roles
+# is a leaf package (it imports nothing of ours), so this adds no cycle. tests/test_layout.py
+# allows exactly this one import from roles.
+from roles.oracle import MEMORY_ORACLE
+
 __all__ = [
     "MEMORY_ORACLE_TOOLS",
     "OPERATOR_TOOLS",
@@ -45,14 +52,12 @@ OPERATOR_TOOLS: frozenset[str] = frozenset(
 )
 """The operator toolset (stdio and operator tokens). It has no ``oracle.warn``."""
 
-MEMORY_ORACLE_TOOLS: frozenset[str] = frozenset(
-    {"task.history", "patch.inspect", "memory.query", "memory.record", "memory.summarize", "oracle.warn"}
-)
-"""Exactly what a MemoryOracle capability may call, bound to its proposal."""
+MEMORY_ORACLE_TOOLS: frozenset[str] = MEMORY_ORACLE.tools
+"""Exactly what a MemoryOracle capability may call, bound to its proposal (the role's own list)."""
 
 ROLE_TOOLSETS: dict[str, frozenset[str]] = {
     "operator": OPERATOR_TOOLS,
-    "memory_oracle": MEMORY_ORACLE_TOOLS,
+    MEMORY_ORACLE.name: MEMORY_ORACLE_TOOLS,
 }
 """Each role's allow-list."""
 

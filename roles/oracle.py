@@ -4,6 +4,10 @@ The oracle is advisory. Its capability allows exactly six tools; it cannot vote,
 proposal's state, or approve or apply a patch, and its prompt says so. Providers read this module
 for the prompt (the ``openai`` provider) or follow the same procedure deterministically (the
 ``lexical`` heuristic).
+
+:data:`MEMORY_ORACLE` is the one source of the oracle's tool list: the tool policy
+(``capabilities.policy``) takes the oracle's allow-list from it, and a test checks that the prompt
+names the same tools and that an oracle capability's ``tools/list`` shows exactly them.
 """
 
 from __future__ import annotations

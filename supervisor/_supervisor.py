@@ -37,9 +37,16 @@ from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
 from store.work import ProposalStatus
 from supervisor.docker import DockerLauncher, Launcher
-from supervisor.launch._ownership import OwnerLock, live_owners
-from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
-from supervisor.launch._spec import LaunchLimits, LaunchPhase, LaunchSpec, supervisor_id_for
+from supervisor.launch import (
+    LaunchLimits,
+    LaunchPhase,
+    LaunchRuntimeDir,
+    LaunchSpec,
+    OwnerLock,
+    RuntimeRoot,
+    live_owners,
+    supervisor_id_for,
+)
 from supervisor.models import ModelGateway
 
 __all__ = ["ROLES", "LaunchResult", "PhaseReporter", "Supervisor"]

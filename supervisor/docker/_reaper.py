@@ -30,8 +30,7 @@ import structlog
 from store.errors import RoundtableError
 from store.launches import LaunchStore
 from supervisor.docker._client import DockerClient
-from supervisor.launch._runtime_dir import RuntimeRoot
-from supervisor.launch._spec import LABEL_LAUNCH, LABEL_SUPERVISOR
+from supervisor.launch import LABEL_LAUNCH, LABEL_SUPERVISOR, RuntimeRoot
 
 __all__ = ["OrphanHook", "ReapReport", "reap"]
 

@@ -6,22 +6,32 @@ and cleans up after dead ones with the reaper; both build on this package.
 
 from __future__ import annotations
 
-from supervisor.launch._runtime_dir import RuntimeRoot
+from supervisor.launch._ownership import OwnerLock, live_owners
+from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._spec import (
+    LABEL_LAUNCH,
+    LABEL_SUPERVISOR,
     ContainerOutcome,
     LaunchLimits,
     LaunchPhase,
     LaunchSpec,
     container_kwargs,
     container_name,
+    supervisor_id_for,
 )
 
 __all__ = [
+    "LABEL_LAUNCH",
+    "LABEL_SUPERVISOR",
     "ContainerOutcome",
     "LaunchLimits",
     "LaunchPhase",
+    "LaunchRuntimeDir",
     "LaunchSpec",
+    "OwnerLock",
     "RuntimeRoot",
     "container_kwargs",
     "container_name",
+    "live_owners",
+    "supervisor_id_for",
 ]

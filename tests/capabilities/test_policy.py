@@ -1,14 +1,15 @@
-"""The policy meta-test: every registered tool has a policy entry; a tool without one is denied."""
+"""The policy meta-test: every registered tool has a policy entry; a tool without one is denied;
+the oracle's role definition, the policy and what an oracle is served name the same tools."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from capabilities.mcp._dispatch import call_tool
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
-from capabilities.mcp._server import RoundtableMCPServer
+from capabilities.mcp import RoundtableMCPServer, ToolArgs, ToolCall, ToolRegistry, ToolSpec, call_tool
 from capabilities.mcp.tools import all_tools
 from capabilities.policy import (
     MEMORY_ORACLE_TOOLS,
@@ -19,7 +20,10 @@ from capabilities.policy import (
 )
 from capabilities.principals import Principal, PrincipalKind, current_principal, local_operator
 from capabilities.services import Services
+from capabilities.serving import build_launch_app, serving
+from roles.oracle import MEMORY_ORACLE
 from store import GrantRecord, Store
+from tests.capabilities.http_helpers import mcp_client
 from tests.capabilities.oracle_helpers import build_world
 
 pytestmark = pytest.mark.anyio
@@ -102,3 +106,25 @@ async def test_an_unknown_caller_gets_nothing(services: Services, registry: Tool
     for name in registry.names():
         outcome = await call_tool(services, registry, None, name, {})
         assert outcome.error is not None and outcome.error.instance_code == "forbidden"
+
+
+async def test_the_oracle_is_served_exactly_the_tools_its_role_declares(
+    services: Services, store: Store, tmp_path: Path
+) -> None:
+    """One list, three readers: the role definition, the policy, and tools/list over a launch socket."""
+    world = build_world(store)
+    app = build_launch_app(services, world.grant_id)
+    async with (
+        serving(app, uds=str(tmp_path / "launch.sock")) as address,
+        mcp_client(address, world.token) as client,
+    ):
+        served = {tool.name for tool in (await client.list_tools()).tools}
+    assert served == MEMORY_ORACLE.tools
+    assert ROLE_TOOLSETS[MEMORY_ORACLE.name] == MEMORY_ORACLE_TOOLS == MEMORY_ORACLE.tools
+
+
+def test_the_oracle_prompt_names_exactly_its_tools() -> None:
+    sentence = re.search(r"exactly these tools:(.*?)\.\s", MEMORY_ORACLE.prompt, re.DOTALL)
+    assert sentence is not None, "the prompt no longer says which tools the oracle has"
+    named = {name.strip() for name in sentence.group(1).split(",")}
+    assert named == MEMORY_ORACLE.tools
