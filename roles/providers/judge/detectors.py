@@ -1,0 +1,69 @@
+"""Detectors for what a patch leaves out, where a regex over one line cannot see it.
+
+Each takes one :class:`FileChange` and returns the added lines that open an offending block. They
+only judge blocks the patch adds whole (their first line is added), so an unchanged block whose
+relevant part the diff does not show is never blamed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from roles.providers.judge.diff import DiffLine, FileChange
+
+__all__ = ["container_without_limits", "job_without_timeout"]
+
+_ITEM = re.compile(r"^(\s*)-\s+name\s*:\s*\S+")
+_JOB = re.compile(r"^(\s+)([\w-]+)\s*:\s*$")
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" "))
+
+
+def _block(lines: tuple[DiffLine, ...], start: int, indent: int) -> list[DiffLine]:
+    """The added lines after ``start`` that are consecutive and indented deeper than ``indent``."""
+    block: list[DiffLine] = []
+    previous = lines[start].number
+    for line in lines[start + 1 :]:
+        if line.number != previous + 1:
+            break
+        if line.text.strip() and _indent(line.text) <= indent:
+            break
+        block.append(line)
+        previous = line.number
+    return block
+
+
+def container_without_limits(change: FileChange) -> list[DiffLine]:
+    """New container items (``- name:`` with an ``image:``) in YAML that declare no ``limits:``."""
+    if change.language not in ("yaml",):
+        return []
+    found = []
+    for index, line in enumerate(change.added):
+        match = _ITEM.match(line.text)
+        if not match:
+            continue
+        block = _block(change.added, index, len(match.group(1)))
+        texts = [b.text for b in block]
+        if any(re.match(r"\s*image\s*:", t) for t in texts) and not any(
+            re.match(r"\s*limits\s*:", t) for t in texts
+        ):
+            found.append(line)
+    return found
+
+
+def job_without_timeout(change: FileChange) -> list[DiffLine]:
+    """New CI jobs (a key with ``runs-on:`` beneath it) that set no ``timeout-minutes``."""
+    if change.language != "ci":
+        return []
+    found = []
+    for index, line in enumerate(change.added):
+        match = _JOB.match(line.text)
+        if not match or len(match.group(1)) > 4:
+            continue
+        block = _block(change.added, index, len(match.group(1)))
+        texts = [b.text for b in block]
+        if any("runs-on:" in t for t in texts) and not any("timeout-minutes:" in t for t in texts):
+            found.append(line)
+    return found

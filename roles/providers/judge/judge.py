@@ -1,0 +1,227 @@
+"""The judgment: does this patch's added code go against this rule, and how sure is that?
+
+For each violable clause of a :class:`Rule` (a prohibition, an obligation or a preference), the
+judge looks at the code the patch ADDS (comments and docs skipped, files outside the clause's
+paths or languages skipped) for three kinds of evidence:
+
+- a FORBIDDEN code span the clause names, found in added code (strongest);
+- a REQUIRED multi-word span whose head appears without it ("use `npm ci`": a line running
+  ``npm install``);
+- a concept the clause names in words whose offending pattern matches (``datetime.now()`` against
+  "timestamps are UTC").
+
+Evidence is discounted when it sits in a test file, only inside a string literal, or was already
+there (the patch removes as many matching lines from the file as it adds). The confidence of a
+finding is its best evidence, nudged up by further lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from roles.providers.judge.concepts import CODE, Statement, statements
+from roles.providers.judge.diff import FileChange, ParsedDiff, code_part, is_doc_path, path_matches
+from roles.providers.judge.lexicon import CONCEPTS
+from roles.providers.judge.polarity import Clause, Polarity, Rule, SpanRole
+
+__all__ = ["Evidence", "Finding", "assess", "span_regex"]
+
+_POLARITY_WEIGHT = {Polarity.PROHIBITION: 1.0, Polarity.OBLIGATION: 0.95, Polarity.PREFERENCE: 0.8}
+_IN_TEST = 0.5
+_IN_STRING = 0.6
+_KEPT = 0.55
+_FALSY = re.compile(r"^\s*[:=]\s*[\"']?(false|0|nil|none|off|no|disabled)\b", re.IGNORECASE)
+_PATHLIKE = re.compile(r"^(\*?\.\w+|[\w.*-]+/[\w./*-]*)$")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One added line that goes against one clause."""
+
+    statement: Statement
+    clause: Clause
+    confidence: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule the patch appears to violate: its confidence and the lines it rests on."""
+
+    rule: Rule
+    confidence: float
+    evidence: tuple[Evidence, ...]
+
+
+def span_regex(span: str, *, loose_call: bool = True) -> re.Pattern[str] | None:
+    """A regex finding code span ``span`` in a line, or None when the span is too vague to look for."""
+    text = span.strip()
+    if len(text.strip("()._*")) < 3 or _PATHLIKE.match(text):
+        return None
+    if text.endswith("()") and loose_call:
+        text = text[:-2] + "("
+    parts: list[str] = []
+    for piece in re.findall(r"\.\*|\.\.\.|\w+|\s+|.", text):
+        if piece in (".*", "..."):
+            parts.append(r"[\w.\s]*" if piece == ".*" else ".*?")
+        elif piece.isspace():
+            parts.append(r"\s+")
+        else:
+            if parts and not parts[-1].endswith((r"\s+", r"\s*")):
+                parts.append(r"\s*")
+            parts.append(re.escape(piece))
+    body = "".join(parts).replace(r"\s*\s+", r"\s+")
+    prefix = r"(?<![\w$])" if re.match(r"\w", text) else ""
+    suffix = r"(?![\w$])" if re.search(r"\w$", text) else ""
+    flags = re.IGNORECASE if text.upper() == text or not re.search(r"[a-z]", text) else 0
+    return re.compile(prefix + body + suffix, flags)
+
+
+def _searcher(regex: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda text: regex.search(text) is not None
+
+
+def _inside_string(code: str, start: int) -> bool:
+    quote: str | None = None
+    for char in code[:start]:
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "\"'`":
+            quote = char
+    return quote is not None
+
+
+def _in_scope(rule: Rule, clause: Clause, change: FileChange) -> bool:
+    if is_doc_path(change.path):
+        return False
+    paths = clause.paths or tuple(p for c in rule.clauses for p in c.paths)
+    if paths and not path_matches(change.path, paths):
+        return False
+    return not (rule.languages and change.language in CODE and change.language not in rule.languages)
+
+
+def _removed_count(change: FileChange, matches: Callable[[str], bool]) -> int:
+    return sum(1 for line in change.removed if matches(code_part(line.text, change.language)))
+
+
+def _discount(
+    rule: Rule, stmt: Statement, change: FileChange, matches: Callable[[str], bool], added: int
+) -> float:
+    factor = 1.0
+    if stmt.in_test:
+        factor *= 0 if rule.tests_exempt else _IN_TEST
+    if _removed_count(change, matches) >= added:
+        factor *= _KEPT
+    return factor
+
+
+def _span_evidence(rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]) -> list[Evidence]:
+    found: list[Evidence] = []
+    spans = [s for s in clause.spans if s.role is SpanRole.FORBIDDEN]
+    for span in spans:
+        siblings = [s.text for s in clause.spans if s is not span]
+        loose = not any(s.startswith(span.text[:-2]) for s in siblings) if span.text.endswith("()") else True
+        regex = span_regex(span.text, loose_call=loose)
+        if regex is None:
+            continue
+        hits = [(st, m) for st in stmts if (m := regex.search(st.code))]
+        for stmt, match in hits:
+            if re.fullmatch(r"[\w.]+", span.text) and _FALSY.match(stmt.code[match.end() :]):
+                continue  # "`InsecureSkipVerify`" named, the line sets it to false
+            confidence = 0.95 if len(span.text) >= 6 or not span.text.isalnum() else 0.88
+            if stmt.language in CODE and '"' not in span.text and _inside_string(stmt.code, match.start()):
+                confidence *= _IN_STRING
+            confidence *= _discount(rule, stmt, change, _searcher(regex), len(hits))
+            found.append(Evidence(stmt, clause, confidence, f"adds `{span.text}`, which it rules out"))
+    return found
+
+
+def _required_head_evidence(
+    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+) -> list[Evidence]:
+    found: list[Evidence] = []
+    for span in clause.spans:
+        words = span.text.split()
+        if span.role is not SpanRole.REQUIRED or len(words) < 2:
+            continue
+        full, bare_head = span_regex(span.text), span_regex(" ".join(words[:-1]))
+        if full is None or bare_head is None:
+            continue
+        head = re.compile(
+            bare_head.pattern + r"\s+[\w-]", bare_head.flags
+        )  # used as a command: `npm install`
+        for stmt in stmts:
+            if head.search(stmt.code) and not full.search(stmt.statement):
+                confidence = 0.75 * _discount(rule, stmt, change, _searcher(head), 1)
+                found.append(
+                    Evidence(
+                        stmt,
+                        clause,
+                        confidence,
+                        f"uses `{' '.join(words[:-1])}` without `{span.text}`, which it requires",
+                    )
+                )
+    return found
+
+
+def _concept_evidence(
+    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+) -> list[Evidence]:
+    found: list[Evidence] = []
+    required = [r for s in clause.spans if s.role is SpanRole.REQUIRED if (r := span_regex(s.text))]
+    for concept in CONCEPTS:
+        if not concept.named_by(clause.text):
+            continue
+        for pattern in concept.patterns:
+            hits = [(st, h) for st in stmts if (h := pattern.hit(st))]
+            for stmt, hit in hits:
+                if any(r.search(stmt.statement) for r in required) or concept.exempts(clause.text, stmt.code):
+                    continue
+                confidence = hit.strength * _discount(rule, stmt, change, pattern.matches_text, len(hits))
+                found.append(
+                    Evidence(stmt, clause, confidence, f"{hit.what} ({concept.name.replace('_', ' ')})")
+                )
+        if concept.detector is not None:
+            by_number = {st.line.number: st for st in stmts}
+            for line in concept.detector(change):
+                opener = by_number.get(line.number)
+                if opener is not None:
+                    confidence = concept.detector_strength * (_IN_TEST if opener.in_test else 1.0)
+                    found.append(Evidence(opener, clause, confidence, concept.detector_what))
+    return found
+
+
+def assess(rule: Rule, diff: ParsedDiff) -> Finding | None:
+    """The finding for ``rule`` on ``diff``, or None when no added line goes against it."""
+    evidence: list[Evidence] = []
+    for clause in rule.clauses:
+        weight = _POLARITY_WEIGHT.get(clause.polarity)
+        if weight is None:
+            continue
+        for change in diff.files:
+            if not _in_scope(rule, clause, change):
+                continue
+            stmts = statements(change)
+            for item in (
+                *_span_evidence(rule, clause, change, stmts),
+                *_required_head_evidence(rule, clause, change, stmts),
+                *_concept_evidence(rule, clause, change, stmts),
+            ):
+                evidence.append(Evidence(item.statement, item.clause, item.confidence * weight, item.reason))
+    if not evidence:
+        return None
+    best: dict[tuple[str, int], Evidence] = {}
+    for item in evidence:
+        key = (item.statement.line.path, item.statement.line.number)
+        if key not in best or item.confidence > best[key].confidence:
+            best[key] = item
+    ranked = sorted(
+        best.values(), key=lambda e: (-e.confidence, e.statement.line.path, e.statement.line.number)
+    )
+    top = ranked[0].confidence
+    strong = [e for e in ranked[1:] if e.confidence >= 0.5]
+    confidence = min(0.99, top + 0.03 * min(2, len(strong)))
+    return Finding(rule, round(confidence, 3), tuple(ranked[:3]))
