@@ -17,9 +17,19 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from roles.providers.judge.diff import DiffLine, FileChange, code_lines, is_test_path
+from roles.providers.judge.diff import DiffLine, FileChange, code_lines, is_test_path, path_matches
 
-__all__ = ["CODE", "Concept", "Detector", "Hit", "Pattern", "Statement", "pattern", "statements"]
+__all__ = [
+    "CODE",
+    "Concept",
+    "Detector",
+    "Hit",
+    "Pattern",
+    "Statement",
+    "pattern",
+    "statements",
+    "without_string_text",
+]
 
 CODE = frozenset({"python", "typescript", "go", "rust"})
 _GROUPS = {"code": CODE, "yaml": frozenset({"yaml", "ci"}), "any": frozenset()}
@@ -59,6 +69,8 @@ class Pattern:
     also: re.Pattern[str] | None = None
     unless: re.Pattern[str] | None = None
     unless_near: re.Pattern[str] | None = None
+    paths: tuple[str, ...] = ()
+    also_in_code: bool = False
 
     def matches_text(self, text: str) -> bool:
         """Whether one line of text matches on its own (``regex`` and ``also``, not ``unless``)."""
@@ -72,9 +84,12 @@ class Pattern:
         """A :class:`Hit` when ``statement`` matches."""
         if self.languages and statement.language not in self.languages:
             return None
+        if self.paths and not path_matches(statement.line.path, self.paths):
+            return None
         if not self.regex.search(statement.code):
             return None
-        if self.also is not None and not self.also.search(statement.statement):
+        also_text = without_string_text(statement.statement) if self.also_in_code else statement.statement
+        if self.also is not None and not self.also.search(also_text):
             return None
         if self.unless is not None and self.unless.search(statement.statement):
             return None
@@ -119,6 +134,8 @@ def pattern(
     also: str | None = None,
     unless: str | None = None,
     unless_near: str | None = None,
+    paths: tuple[str, ...] = (),
+    also_in_code: bool = False,
     flags: int = re.IGNORECASE,
 ) -> Pattern:
     """Build a :class:`Pattern`; ``languages`` is a space-separated list of families or groups."""
@@ -133,7 +150,22 @@ def pattern(
         also=re.compile(also, flags) if also else None,
         unless=re.compile(unless, flags) if unless else None,
         unless_near=re.compile(unless_near, flags) if unless_near else None,
+        paths=paths,
+        also_in_code=also_in_code,
     )
+
+
+_STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")
+_INTERPOLATION = re.compile(r"\$?\{[^{}]*\}")
+
+
+def without_string_text(code: str) -> str:
+    """``code`` with the text of its string literals blanked, keeping interpolations (``{user.email}``)."""
+
+    def keep(match: re.Match[str]) -> str:
+        return '""' + " ".join(_INTERPOLATION.findall(match.group(0)))
+
+    return _STRING.sub(keep, code)
 
 
 def _depth(text: str) -> int:

@@ -11,7 +11,7 @@ import re
 
 from roles.providers.judge.diff import DiffLine, FileChange
 
-__all__ = ["container_without_limits", "job_without_timeout"]
+__all__ = ["container_without_limits", "dockerfile_without_user", "job_without_timeout"]
 
 _ITEM = re.compile(r"^(\s*)-\s+name\s*:\s*\S+")
 _JOB = re.compile(r"^(\s+)([\w-]+)\s*:\s*$")
@@ -67,3 +67,21 @@ def job_without_timeout(change: FileChange) -> list[DiffLine]:
         if any("runs-on:" in t for t in texts) and not any("timeout-minutes:" in t for t in texts):
             found.append(line)
     return found
+
+
+def dockerfile_without_user(change: FileChange) -> list[DiffLine]:
+    """A new Dockerfile whose last stage (after its last ``FROM``) sets no ``USER``."""
+    if change.language != "docker" or not change.is_new:
+        return []
+    last_from = None
+    for index, line in enumerate(change.added):
+        if re.match(r"\s*FROM\s", line.text, re.I):
+            last_from = index
+    if last_from is None:
+        return []
+    stage = change.added[last_from:]
+    if any(re.match(r"\s*USER\s+\S", line.text, re.I) for line in stage):
+        return []
+    if re.match(r"\s*FROM\s+scratch\b|.*distroless.*nonroot", stage[0].text, re.I):
+        return []
+    return [stage[0]]

@@ -43,7 +43,35 @@ _LANGUAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 _HASH_COMMENTS = frozenset({"python", "terraform", "ci", "yaml", "shell", "config"})
 _SLASH_COMMENTS = frozenset({"typescript", "go", "rust", "terraform"})
-_DOC_GLOBS = ("*.md", "*.rst", "*.txt", "*.adoc", "docs/*", "*/docs/*", "CHANGELOG*", "LICENSE*")
+_DOC_GLOBS = (
+    "*.md",
+    "*.rst",
+    "*.adoc",
+    "docs/",
+    "CHANGELOG*",
+    "LICENSE*",
+    "NOTICE*",
+    # Linter and policy configuration names the constructs it forbids: a mention, never a use.
+    ".eslintrc*",
+    "eslint.config.*",
+    ".semgrep*",
+    "semgrep*.yml",
+    "semgrep*.yaml",
+    ".hadolint*",
+    ".tflint*",
+    "*.rego",
+    ".checkov*",
+    ".kube-linter*",
+    ".golangci*",
+    "clippy.toml",
+    ".ruff.toml",
+    "ruff.toml",
+    ".pylintrc",
+    ".gitleaks*",
+    ".pre-commit-config.yaml",
+    "policies/",
+    "policy/",
+)
 _TEST_PARTS = re.compile(
     r"(^|/)(tests?|__tests__|spec|specs|testdata|fixtures)/|(^|/)test_[^/]*$|_test\.(go|py|rs)$"
     r"|\.(test|spec)\.[jt]sx?$|(^|/)conftest\.py$"
@@ -188,7 +216,7 @@ def is_test_path(path: str) -> bool:
 
 
 def is_doc_path(path: str) -> bool:
-    """Whether ``path`` is documentation (never code)."""
+    """Whether ``path`` is documentation or linter/policy configuration (it mentions code, never runs it)."""
     return path_matches(path, _DOC_GLOBS)
 
 

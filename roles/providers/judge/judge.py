@@ -55,7 +55,7 @@ class Finding:
     evidence: tuple[Evidence, ...]
 
 
-def span_regex(span: str, *, loose_call: bool = True) -> re.Pattern[str] | None:
+def span_regex(span: str, *, loose_call: bool = True, ignore_case: bool = False) -> re.Pattern[str] | None:
     """A regex finding code span ``span`` in a line, or None when the span is too vague to look for."""
     text = span.strip()
     if len(text.strip("()._*")) < 3 or _PATHLIKE.match(text):
@@ -75,7 +75,7 @@ def span_regex(span: str, *, loose_call: bool = True) -> re.Pattern[str] | None:
     body = "".join(parts).replace(r"\s*\s+", r"\s+")
     prefix = r"(?<![\w$])" if re.match(r"\w", text) else ""
     suffix = r"(?![\w$])" if re.search(r"\w$", text) else ""
-    flags = re.IGNORECASE if text.upper() == text or not re.search(r"[a-z]", text) else 0
+    flags = re.IGNORECASE if ignore_case else 0
     return re.compile(prefix + body + suffix, flags)
 
 
@@ -124,7 +124,7 @@ def _span_evidence(rule: Rule, clause: Clause, change: FileChange, stmts: list[S
     for span in spans:
         siblings = [s.text for s in clause.spans if s is not span]
         loose = not any(s.startswith(span.text[:-2]) for s in siblings) if span.text.endswith("()") else True
-        regex = span_regex(span.text, loose_call=loose)
+        regex = span_regex(span.text, loose_call=loose, ignore_case=change.language == "sql")
         if regex is None:
             continue
         hits = [(st, m) for st in stmts if (m := regex.search(st.code))]
@@ -147,7 +147,9 @@ def _required_head_evidence(
         words = span.text.split()
         if span.role is not SpanRole.REQUIRED or len(words) < 2:
             continue
-        full, bare_head = span_regex(span.text), span_regex(" ".join(words[:-1]))
+        nocase = change.language == "sql"
+        full = span_regex(span.text, ignore_case=nocase)
+        bare_head = span_regex(" ".join(words[:-1]), ignore_case=nocase)
         if full is None or bare_head is None:
             continue
         head = re.compile(
@@ -165,6 +167,63 @@ def _required_head_evidence(
                     )
                 )
     return found
+
+
+_SUBJECT = re.compile(r"(?<![\w`/.])([A-Za-z][\w]*(?:[-.][A-Za-z][\w]*)+)(?![\w`/])")
+_NOT_SUBJECT = re.compile(r"^(e\.g|i\.e|etc|vs)$|\.(ya?ml|json|toml|md|txt|sql|py|ts|go|rs|tf)$", re.I)
+
+
+def _subject_evidence(
+    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+) -> list[Evidence]:
+    """ "`apt-get` installs use `--no-install-recommends`": a line using the subject without the span."""
+    found: list[Evidence] = []
+    required = [s for s in clause.spans if s.role is SpanRole.REQUIRED]
+    if clause.polarity is Polarity.PROHIBITION or len(required) != 1:
+        return found
+    prose = re.sub(r"`[^`]*`", " ", clause.text)
+    subjects = [m for m in _SUBJECT.findall(prose) if not _NOT_SUBJECT.search(m)]
+    need = span_regex(required[0].text)
+    for subject in subjects:
+        regex = span_regex(subject)
+        if regex is None or need is None:
+            continue
+        for stmt in stmts:
+            if regex.search(stmt.code) and not need.search(stmt.statement):
+                confidence = 0.72 * _discount(rule, stmt, change, _searcher(regex), 1)
+                found.append(
+                    Evidence(stmt, clause, confidence, f"uses `{subject}` without `{required[0].text}`")
+                )
+    return found
+
+
+_FROZEN = re.compile(
+    r"\b(never|not|don't|no)\s+(be\s+)?(edit\w*|modif\w*|chang\w*|touch\w*|rewrit\w*|alter\w*)\b|\bfrozen\b|"
+    r"\b(append-only|immutable|read-only)\b.*\b(files?|migrations?|director\w*)\b",
+    re.I,
+)
+
+
+def _frozen_evidence(
+    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+) -> list[Evidence]:
+    """ "Applied migrations are never edited", "files under vendor/ are frozen": an existing file changed."""
+    if clause.polarity is not Polarity.PROHIBITION and not re.search(r"\bfrozen\b", clause.text, re.I):
+        return []
+    if not _FROZEN.search(clause.text) or change.is_new:
+        return []
+    paths = clause.paths
+    if not paths and re.search(r"\bmigrations?\b", clause.text, re.I):
+        paths = ("migrations/", "*migrations/", "*/migrations/*", "migrate/", "db/migrate/")
+    if not paths or not path_matches(change.path, paths):
+        return []
+    first = change.added[0] if change.added else change.removed[0] if change.removed else None
+    if first is None:
+        return []
+    stmt = next((st for st in stmts if st.line == first), None) or Statement(
+        first, first.text, first.text, first.text, False, change.language
+    )
+    return [Evidence(stmt, clause, 0.8, "changes an existing file this rule freezes")]
 
 
 def _concept_evidence(
@@ -209,6 +268,8 @@ def assess(rule: Rule, diff: ParsedDiff) -> Finding | None:
                 *_span_evidence(rule, clause, change, stmts),
                 *_required_head_evidence(rule, clause, change, stmts),
                 *_concept_evidence(rule, clause, change, stmts),
+                *_subject_evidence(rule, clause, change, stmts),
+                *_frozen_evidence(rule, clause, change, stmts),
             ):
                 evidence.append(Evidence(item.statement, item.clause, item.confidence * weight, item.reason))
     if not evidence:

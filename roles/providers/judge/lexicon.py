@@ -30,7 +30,8 @@ _LOG_CALL = (
 _PII = (
     r"(e_?mail|phone|msisdn|ssn|social_?security|birth|\bdob\b|passport|card_?number|\bpan\b|iban|"
     r"first_?name|last_?name|full_?name|surname|home_?address|street|postcode|zip_?code|remote_?addr|"
-    r"client_?ip|ip_?addr|x-forwarded-for|national_?id|tax_?id|password)"
+    r"client_?ip|ip_?addr|x-forwarded-for|national_?id|tax_?id|password|\.ip\b|\.address\b|"
+    r"\b(user|customer|patient|person|member|account|profile|contact|req|request)s?\.(name|address|dob|birthday)\b)"
 )
 _CREDENTIAL_NAMES = (
     r"(password|passwd|pwd|secret|api_?key|apikey|token|access_?key|private_?key|client_?secret|auth)"
@@ -89,7 +90,8 @@ _SECURITY: tuple[Concept, ...] = (
     Concept(
         "sensitive_logging",
         _cue(
-            r"\b(personal|pii|personally|e-?mails?|phone|addresses|ssn|card numbers?|tokens?"
+            r"\b(personal|pii|personally|e-?mails?|phone|addresses|ssn|card numbers?|tokens?|customer data"
+            r"|user data|ip address(es)?|gdpr"
             r"|passwords?|secrets?"
             r"|credentials?)\b.*\b(logs?|logged|logging|log lines?)\b"
             r"|\b(logs?|logging|log lines?)\b.*\b(personal|pii|e-?mails?|phone|ip address|addresses|tokens?|"
@@ -102,6 +104,7 @@ _SECURITY: tuple[Concept, ...] = (
                 "logs personal or secret data",
                 also=_PII + "|" + _CREDENTIAL_NAMES,
                 unless=_MASK,
+                also_in_code=True,
             ),
         ),
     ),
@@ -114,7 +117,8 @@ _SECURITY: tuple[Concept, ...] = (
         (
             pattern(
                 r"\bdatetime\.now\s*\(\s*\)|\bdatetime\.now\b(?!\s*\()|\bdatetime\.today\s*\(|"
-                r"\btime\.localtime\s*\(|\bdate\.today\s*\(",
+                r"\btime\.localtime\s*\(|\bdate\.today\s*\(|\bdatetime\.fromtimestamp\s*\(\s*[^,()]+\)|"
+                r"\barrow\.now\s*\(\s*\)",
                 "python",
                 "takes a naive local time",
                 strength=0.85,
@@ -124,7 +128,7 @@ _SECURITY: tuple[Concept, ...] = (
             ),
             pattern(
                 r"\.toLocale(String|DateString|TimeString)\s*\(|\.get(Hours|Minutes|Day|Date|Month"
-                r"|FullYear)\s*\(",
+                r"|FullYear)\s*\(|\bmoment\s*\(\s*\)(?!\s*\.\s*utc)",
                 "typescript",
                 "uses the browser's local time zone",
                 strength=0.8,
@@ -134,7 +138,8 @@ _SECURITY: tuple[Concept, ...] = (
                 "go",
                 "takes a local time.Time",
                 strength=0.8,
-                also=r"(at|time|stamp|date|created|updated|expires?)\w*\s*[:=]",
+                also=r"(at|time|stamp|date|created|updated|expires?|ts|when)\w*\s*[:=]|\.Format\(|\bExec\w*\(|"
+                r"\bInsert|\bValues\b|json\.",
                 unless=r"time\.Since|time\.Until|deadline|start\s*:?=",
             ),
             pattern(
@@ -144,7 +149,7 @@ _SECURITY: tuple[Concept, ...] = (
                 strength=0.85,
             ),
             pattern(
-                r"\bLocal::now\b|DateTime<Local>|chrono::Local\b|\bLocal\b\s*::",
+                r"\bLocal::now\b|DateTime<Local>|chrono::Local\b|\bLocal\b\s*::|\bNaiveDateTime\b",
                 "rust",
                 "uses the local time zone",
                 strength=0.85,

@@ -13,6 +13,33 @@ from roles.providers.judge.detectors import container_without_limits, job_withou
 
 __all__ = ["CODE_CONCEPTS"]
 
+_DEPENDENCY_LINES = (
+    pattern(
+        r"^\s*\"[@\w./-]+\"\s*:\s*\"[\^~>=<*]?\d[\w.-]*\"",
+        "config",
+        "adds a package dependency",
+        strength=0.7,
+        paths=("package.json",),
+    ),
+    pattern(
+        r"^\s*[A-Za-z0-9][\w.\[\],-]*\s*(==|>=|~=|<|>|$)",
+        "any",
+        "adds a Python requirement",
+        strength=0.7,
+        paths=("requirements*.txt", "requirements/*.txt"),
+    ),
+    pattern(
+        r"^\s*(require\s+)?[\w.-]+\.[a-z]{2,}/[\w./-]+\s+v\d",
+        "any",
+        "adds a Go module",
+        strength=0.7,
+        paths=("go.mod",),
+    ),
+    pattern(
+        r"^\s*[\w-]+\s*=\s*(\"|\{\s*version)", "config", "adds a crate", strength=0.65, paths=("Cargo.toml",)
+    ),
+)
+
 
 def _cue(text: str) -> re.Pattern[str]:
     return re.compile(text, re.IGNORECASE)
@@ -264,6 +291,47 @@ CODE_CONCEPTS: tuple[Concept, ...] = (
         (),
         detector=job_without_timeout,
         detector_what="adds a CI job with no timeout",
+    ),
+    Concept(
+        "image_alt",
+        _cue(r"\balt (text|attributes?)\b|\baccessib\w*|\ba11y\b|screen readers?"),
+        (
+            pattern(
+                r"<img\b(?![^>]*\balt\s*=)", "typescript", "renders an image without alt text", strength=0.8
+            ),
+        ),
+    ),
+    Concept(
+        "new_dependency",
+        _cue(
+            r"\b(new|add\w*|extra|third-party)\s+(runtime\s+)?(dependenc\w*|packages?|librar\w*|modules?|crates?)\b"
+            r"|\bdependenc\w*\b.*\b(approv\w*|review\w*|adr|allow-?list)\b"
+        ),
+        _DEPENDENCY_LINES,
+    ),
+    Concept(
+        "unpinned_dependency",
+        _cue(
+            r"\b(pin\w*|exact versions?|lock ?files?|version ranges?|floating versions?)\b"
+            r".*\b(dependenc\w*|packages?|"
+            r"versions?|requirements?)\b|\b(dependenc\w*|packages?)\b.*\b(pinned|exact)\b"
+        ),
+        (
+            pattern(
+                r"^\s*\"[@\w./-]+\"\s*:\s*\"(\^|~|>|\*|latest)",
+                "config",
+                "adds a dependency with a version range",
+                strength=0.8,
+                paths=("package.json",),
+            ),
+            pattern(
+                r"^\s*[A-Za-z0-9][\w.\[\],-]*\s*(>=|~=|>|\*|$)",
+                "any",
+                "adds a requirement without an exact version",
+                strength=0.75,
+                paths=("requirements*.txt", "requirements/*.txt"),
+            ),
+        ),
     ),
     Concept(
         "console_output",

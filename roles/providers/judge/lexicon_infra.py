@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from roles.providers.judge.concepts import Concept, pattern
+from roles.providers.judge.detectors import dockerfile_without_user
 
 __all__ = ["INFRA_CONCEPTS"]
 
@@ -41,6 +42,9 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
             ),
         ),
         anti_cue=_cue(r"\broot (file ?system|fs|volume)\b|\brootfs\b|root ca\b"),
+        detector=dockerfile_without_user,
+        detector_what="adds a Dockerfile whose final stage never drops root (no USER)",
+        detector_strength=0.7,
     ),
     Concept(
         "privileged",
@@ -139,6 +143,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
                 strength=0.85,
             ),
             pattern(
+                r"\b(publicly_accessible|associate_public_ip_address|map_public_ip_on_launch)\s*=\s*true\b|"
                 r"\"?Principal\"?\s*[:=]\s*\"\*\"|\ballUsers\b|\ballAuthenticatedUsers\b",
                 "terraform config",
                 "grants access to everyone",
@@ -159,6 +164,35 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
                 "opens access to the whole internet",
                 strength=0.85,
                 unless_near=r"\begress\b",
+            ),
+            pattern(
+                r"\b(publicly_accessible|associate_public_ip_address|map_public_ip_on_launch)\s*=\s*true\b",
+                "terraform",
+                "puts the resource on a public address",
+                strength=0.85,
+            ),
+            pattern(
+                r"^\s*type\s*:\s*(LoadBalancer|NodePort)\s*$|^\s*hostPort\s*:",
+                "yaml",
+                "exposes the service outside the cluster",
+                strength=0.7,
+            ),
+        ),
+    ),
+    Concept(
+        "deletion_protection",
+        _cue(
+            r"deletion[- ]protect\w*|prevent_destroy|final snapshots?|"
+            r"accidental(ly)? (deletion|destroy)|backups?"
+        ),
+        (
+            pattern(
+                r"\bdeletion_protection\s*=\s*false\b|\bskip_final_snapshot\s*=\s*true\b|"
+                r"\bprevent_destroy\s*=\s*false\b|\bbackup_retention_period\s*=\s*0\b|"
+                r"\bforce_destroy\s*=\s*true\b",
+                "terraform",
+                "lets the resource be destroyed without protection",
+                strength=0.85,
             ),
         ),
     ),

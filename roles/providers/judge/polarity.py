@@ -15,7 +15,19 @@ from enum import StrEnum
 
 __all__ = ["GOVERNING_KINDS", "Clause", "Polarity", "Rule", "SpanRole", "parse_entry", "polarity_of"]
 
-GOVERNING_KINDS = frozenset({"decision", "constraint", "rule", "policy"})
+GOVERNING_KINDS = frozenset(
+    {
+        "decision",
+        "constraint",
+        "rule",
+        "policy",
+        "requirement",
+        "convention",
+        "guideline",
+        "standard",
+        "invariant",
+    }
+)
 
 
 class Polarity(StrEnum):
@@ -78,7 +90,9 @@ _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|:\s+(?=(?:no|never|not)\b)", re.IGNO
 _PROHIBIT = re.compile(
     r"\b(never|must not|mustn't|shall not|do not|don't|does not|doesn't|cannot|can't|may not|are not|is not|"
     r"not allowed|not permitted|forbidden|prohibited|banned|disallowed|avoid|nothing|nobody|no one|"
-    r"should not|shouldn't|refuse|without exception)\b|^\s*no\b|(?<=[,:;(])\s*no\b|\bno\s+(?=[`\w])",
+    r"should not|shouldn't|refuse|without exception|no longer|stop using|stopped using|moved away from|"
+    r"deprecated|refrain from|off-limits|under no circumstances)\b"
+    r"|^\s*no\b|(?<=[,:;(])\s*no\b|\bno\s+(?=[`\w])",
     re.IGNORECASE,
 )
 _PROHIBIT_AFTER = re.compile(
