@@ -31,7 +31,9 @@ _PII = (
     r"(e_?mail|phone|msisdn|ssn|social_?security|birth|\bdob\b|passport|card_?number|\bpan\b|iban|"
     r"first_?name|last_?name|full_?name|surname|home_?address|street|postcode|zip_?code|remote_?addr|"
     r"client_?ip|ip_?addr|x-forwarded-for|national_?id|tax_?id|password|\.ip\b|\.address\b|"
-    r"\b(user|customer|patient|person|member|account|profile|contact|req|request)s?\.(name|address|dob|birthday)\b)"
+    r"\b(user|customer|patient|person|member|account|profile|contact|req|request)s?\.(name|address|dob|birthday)\b|"
+    # a whole person record handed to the log call
+    r"[,(]\s*(user|customer|patient|person|member|contact|profile|account)\s*[,)])"
 )
 _CREDENTIAL_NAMES = (
     r"(password|passwd|pwd|secret|api_?key|apikey|token|access_?key|private_?key|client_?secret|auth)"
@@ -225,6 +227,28 @@ _SECURITY: tuple[Concept, ...] = (
                 "docker",
                 "bakes a secret into the image",
                 strength=0.85,
+            ),
+        ),
+    ),
+    Concept(
+        "plaintext_password",
+        _cue(
+            r"\bplain ?-?text\b.*\bpasswords?\b|"
+            r"\bpasswords?\b.*\b(plain ?-?text|hash\w*|argon2|bcrypt|scrypt)\b"
+        ),
+        (
+            pattern(
+                r"\w*pass(word|wd)\w*\s*(==|!=|===)|(==|!=|===)\s*[\w.]*pass(word|wd)\b",
+                "code",
+                "compares a password in plain text",
+                strength=0.8,
+                unless=r"hash|digest|None|null|nil|\"\"|''",
+            ),
+            pattern(
+                r"\.pass(word|wd)\s*=\s*(?!.*hash)[\w.]*pass(word|wd)\b",
+                "code",
+                "stores a password without hashing it",
+                strength=0.75,
             ),
         ),
     ),

@@ -50,6 +50,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
         "privileged",
         _cue(
             r"\b(privileged|privilege escalation|host(network|pid|ipc|path)|host (network|namespaces?)|"
+            r"(node|host)('s)? (network|pid|ipc|namespaces?|file ?system)|"
             r"capabilities|sys_admin)\b"
         ),
         (

@@ -153,7 +153,11 @@ def _split(text: str) -> list[str]:
 _REQUIRED_AFTER_CUE = re.compile(
     r"(,|;|\bbut|\band)\s+(use|call|prefer|go through|pass)\b[^,;]*$|\binstead\b|\b(via|through)\s*$", re.I
 )
-_BANNED_AFTER = re.compile(r"^\W*(is|are)\s+(banned|forbidden|not|never|disallowed|deprecated)\b", re.I)
+_BANNED_AFTER = re.compile(
+    r"^\W*(\w+\s+){0,3}?(is|are|must|may|should)\s+(not\s+be\s+used|never\s+be\s+used|banned|forbidden|"
+    r"prohibited|disallowed|deprecated|off-limits|not (permitted|allowed))\b",
+    re.I,
+)
 
 
 def _role(before: str, after: str, polarity: Polarity, cue_at: int | None) -> SpanRole:
