@@ -26,6 +26,7 @@ __all__ = [
     "Hit",
     "Pattern",
     "Statement",
+    "inside_string",
     "pattern",
     "statements",
     "without_string_text",
@@ -56,6 +57,7 @@ class Hit:
     statement: Statement
     strength: float
     what: str
+    inside_string: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Pattern:
     unless_near: re.Pattern[str] | None = None
     paths: tuple[str, ...] = ()
     also_in_code: bool = False
+    in_strings: bool = False
 
     def matches_text(self, text: str) -> bool:
         """Whether one line of text matches on its own (``regex`` and ``also``, not ``unless``)."""
@@ -86,7 +89,8 @@ class Pattern:
             return None
         if self.paths and not path_matches(statement.line.path, self.paths):
             return None
-        if not self.regex.search(statement.code):
+        found = self.regex.search(statement.code)
+        if not found:
             return None
         also_text = without_string_text(statement.statement) if self.also_in_code else statement.statement
         if self.also is not None and not self.also.search(also_text):
@@ -95,7 +99,12 @@ class Pattern:
             return None
         if self.unless_near is not None and self.unless_near.search(statement.window):
             return None
-        return Hit(statement, self.strength, self.what)
+        mention = (
+            not self.in_strings
+            and statement.language in CODE
+            and inside_string(statement.code, found.start())
+        )
+        return Hit(statement, self.strength, self.what, mention)
 
 
 Detector = Callable[[FileChange], list[DiffLine]]
@@ -136,6 +145,7 @@ def pattern(
     unless_near: str | None = None,
     paths: tuple[str, ...] = (),
     also_in_code: bool = False,
+    in_strings: bool = False,
     flags: int = re.IGNORECASE,
 ) -> Pattern:
     """Build a :class:`Pattern`; ``languages`` is a space-separated list of families or groups."""
@@ -152,7 +162,20 @@ def pattern(
         unless_near=re.compile(unless_near, flags) if unless_near else None,
         paths=paths,
         also_in_code=also_in_code,
+        in_strings=in_strings,
     )
+
+
+def inside_string(code: str, start: int) -> bool:
+    """Whether position ``start`` of ``code`` lies inside a string literal."""
+    quote: str | None = None
+    for char in code[:start]:
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "\"'`":
+            quote = char
+    return quote is not None
 
 
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")

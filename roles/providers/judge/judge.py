@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from roles.providers.judge.concepts import CODE, Statement, statements
+from roles.providers.judge.concepts import CODE, Statement, inside_string, statements
 from roles.providers.judge.diff import FileChange, ParsedDiff, code_part, is_doc_path, path_matches
 from roles.providers.judge.lexicon import CONCEPTS
 from roles.providers.judge.polarity import Clause, Polarity, Rule, SpanRole
@@ -83,17 +83,6 @@ def _searcher(regex: re.Pattern[str]) -> Callable[[str], bool]:
     return lambda text: regex.search(text) is not None
 
 
-def _inside_string(code: str, start: int) -> bool:
-    quote: str | None = None
-    for char in code[:start]:
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "\"'`":
-            quote = char
-    return quote is not None
-
-
 def _in_scope(rule: Rule, clause: Clause, change: FileChange) -> bool:
     if is_doc_path(change.path):
         return False
@@ -132,7 +121,7 @@ def _span_evidence(rule: Rule, clause: Clause, change: FileChange, stmts: list[S
             if re.fullmatch(r"[\w.]+", span.text) and _FALSY.match(stmt.code[match.end() :]):
                 continue  # "`InsecureSkipVerify`" named, the line sets it to false
             confidence = 0.95 if len(span.text) >= 6 or not span.text.isalnum() else 0.88
-            if stmt.language in CODE and '"' not in span.text and _inside_string(stmt.code, match.start()):
+            if stmt.language in CODE and '"' not in span.text and inside_string(stmt.code, match.start()):
                 confidence *= _IN_STRING
             confidence *= _discount(rule, stmt, change, _searcher(regex), len(hits))
             found.append(Evidence(stmt, clause, confidence, f"adds `{span.text}`, which it rules out"))
@@ -240,6 +229,8 @@ def _concept_evidence(
                 if any(r.search(stmt.statement) for r in required) or concept.exempts(clause.text, stmt.code):
                     continue
                 confidence = hit.strength * _discount(rule, stmt, change, pattern.matches_text, len(hits))
+                if hit.inside_string:
+                    confidence *= _IN_STRING
                 found.append(
                     Evidence(stmt, clause, confidence, f"{hit.what} ({concept.name.replace('_', ' ')})")
                 )

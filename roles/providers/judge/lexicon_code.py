@@ -219,6 +219,7 @@ CODE_CONCEPTS: tuple[Concept, ...] = (
                 r"\bDROP\s+(COLUMN|TABLE)\b|\bRENAME\s+(COLUMN|TO)\b|\bTRUNCATE\b",
                 "sql python go",
                 "drops or renames schema objects",
+                in_strings=True,
                 strength=0.85,
                 also=r"\b(ALTER|DROP|TRUNCATE)\b",
             ),
@@ -252,7 +253,7 @@ CODE_CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "select_star",
         _cue(r"select \*|explicit columns|list (the )?columns"),
-        (pattern(r"\bSELECT\s+\*", "sql code", "selects every column", strength=0.85),),
+        (pattern(r"\bSELECT\s+\*", "sql code", "selects every column", in_strings=True, strength=0.85),),
     ),
     Concept(
         "pull_request_target",

@@ -64,6 +64,7 @@ class Clause:
     polarity: Polarity
     spans: tuple[Span, ...]
     paths: tuple[str, ...]
+    quote: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ class Rule:
 _VIOLABLE = frozenset({Polarity.PROHIBITION, Polarity.OBLIGATION, Polarity.PREFERENCE})
 _SPAN = re.compile(r"`([^`\n]{1,120})`")
 _QUOTED = re.compile(r"[\"“]([A-Za-z_][\w.:/-]*(?:\(\))?)[\"”]")
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+|:\s+(?=(?:no|never|not)\b)", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_SUB_CLAUSE = re.compile(r":\s+(?=(?:no|never|not)\b)", re.IGNORECASE)
 _PROHIBIT = re.compile(
     r"\b(never|must not|mustn't|shall not|do not|don't|does not|doesn't|cannot|can't|may not|are not|is not|"
     r"not allowed|not permitted|forbidden|prohibited|banned|disallowed|avoid|nothing|nobody|no one|"
@@ -137,7 +139,7 @@ def polarity_of(sentence: str) -> Polarity:
     return Polarity.FACT
 
 
-def _split(text: str) -> list[str]:
+def _split(text: str, splitter: re.Pattern[str] = _SENTENCE) -> list[str]:
     # Protect code spans (they may hold ".", ";" or ":") while splitting into sentences.
     spans: list[str] = []
 
@@ -146,8 +148,16 @@ def _split(text: str) -> list[str]:
         return f"\x00{len(spans) - 1}\x00"
 
     masked = _SPAN.sub(keep, text)
-    parts = [p for p in _SENTENCE.split(masked) if p and p.strip()]
+    parts = [p for p in splitter.split(masked) if p and p.strip()]
     return [re.sub(r"\x00(\d+)\x00", lambda m: spans[int(m.group(1))], p).strip() for p in parts]
+
+
+def _clauses(text: str) -> list[tuple[str, str]]:
+    """(clause, the whole sentence it belongs to): "Never X: no `y`" judges "no `y`" on its own."""
+    out: list[tuple[str, str]] = []
+    for sentence in _split(text):
+        out.extend((piece, sentence) for piece in _split(sentence, _SUB_CLAUSE))
+    return out
 
 
 _REQUIRED_AFTER_CUE = re.compile(
@@ -202,7 +212,7 @@ def parse_entry(entry: dict[str, object]) -> Rule:
         f"{title}.\n{body}" if title and not title.rstrip().endswith((".", "!", "?")) else f"{title}\n{body}"
     )
     clauses = []
-    for sentence in _split(text):
+    for sentence, quote in _clauses(text):
         masked = _SPAN.sub("CODE", sentence)
         polarity = polarity_of(masked) if kind in GOVERNING_KINDS else Polarity.FACT
         if polarity is Polarity.FACT and kind in GOVERNING_KINDS:
@@ -211,7 +221,7 @@ def parse_entry(entry: dict[str, object]) -> Rule:
         if polarity is Polarity.OBLIGATION and any(s.role is SpanRole.FORBIDDEN for s in spans):
             polarity = Polarity.PROHIBITION  # "use `a`, not `b`"
         paths = tuple(m.group(1) for m in _PATH.finditer(sentence))
-        clauses.append(Clause(sentence, polarity, spans, paths))
+        clauses.append(Clause(sentence, polarity, spans, paths, quote))
     languages = tuple(name for name, pattern in _LANGUAGES if pattern.search(text))
     return Rule(
         entry_id=str(entry.get("id", "")),

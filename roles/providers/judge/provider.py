@@ -51,8 +51,8 @@ async def _all_entries(tools: ToolCaller, history: dict[str, Any]) -> dict[str, 
     return {**history, "memories": list(merged.values())}
 
 
-def _quote(text: str) -> str:
-    text = text.strip().replace("`", "'")
+def _quote(text: str, *, code: bool = False) -> str:
+    text = " ".join(text.split()) if code else text.strip().replace("`", "'")
     return text if len(text) <= _MAX_QUOTED_CHARS else text[: _MAX_QUOTED_CHARS - 1] + "…"
 
 
@@ -62,7 +62,7 @@ def _finding_message(entry: dict[str, Any], finding: Finding) -> str:
         f"**Possible conflict with {entry['kind']} {entry['id']}: {entry['title']}** "
         f"(confidence {finding.confidence:.2f})",
         "",
-        f"> {_quote(first.clause.text)}",
+        f"> {_quote(first.clause.quote or first.clause.text, code=True)}",
         "",
         "The patch adds:",
     ]
