@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatch
+from functools import lru_cache
 from pathlib import PurePosixPath
 
 __all__ = [
+    "MAX_CODE_LINE",
     "DiffLine",
     "FileChange",
     "ParsedDiff",
@@ -27,6 +29,8 @@ __all__ = [
     "path_matches",
 ]
 
+MAX_CODE_LINE = 2000
+"""Characters of one line the judge reads (minified or generated lines are cut, not scanned whole)."""
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 _LANGUAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("python", ("*.py", "*.pyi")),
@@ -88,9 +92,9 @@ class DiffLine:
     added: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class FileChange:
-    """What a diff does to one file."""
+    """What a diff does to one file (compared and hashed by identity, so judgments can be cached)."""
 
     path: str
     old_path: str | None
@@ -186,6 +190,7 @@ def parse_diff(text: str) -> ParsedDiff:
     return ParsedDiff(tuple(build.files))
 
 
+@lru_cache(maxsize=65536)
 def path_matches(path: str, globs: tuple[str, ...]) -> bool:
     """Whether ``path`` matches any glob, tried on the whole path, its name and its directories."""
     if not globs:
@@ -200,6 +205,7 @@ def path_matches(path: str, globs: tuple[str, ...]) -> bool:
     return False
 
 
+@lru_cache(maxsize=65536)
 def language_of(path: str) -> str:
     """A coarse language family for ``path`` (``python``, ``go``, ``docker``, ``ci``, ... or ``other``)."""
     if path.startswith(".github/workflows/") or path.endswith(".gitlab-ci.yml"):
@@ -210,11 +216,13 @@ def language_of(path: str) -> str:
     return "other"
 
 
+@lru_cache(maxsize=65536)
 def is_test_path(path: str) -> bool:
     """Whether ``path`` looks like test code or test data."""
     return _TEST_PARTS.search(path) is not None
 
 
+@lru_cache(maxsize=65536)
 def is_doc_path(path: str) -> bool:
     """Whether ``path`` is documentation or linter/policy configuration (it mentions code, never runs it)."""
     return path_matches(path, _DOC_GLOBS)
@@ -289,7 +297,7 @@ def code_lines(change: FileChange) -> list[tuple[DiffLine, str]]:
             if "*/" not in stripped:
                 in_block = "*/"
             continue
-        code = code_part(line.text, language)
+        code = code_part(line.text[:MAX_CODE_LINE], language)
         if code:
             out.append((line, code))
     return out

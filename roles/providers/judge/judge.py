@@ -18,15 +18,22 @@ finding is its best evidence, nudged up by further lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
-from roles.providers.judge.concepts import CODE, Statement, inside_string, statements
-from roles.providers.judge.diff import FileChange, ParsedDiff, code_part, is_doc_path, path_matches
+from roles.providers.judge.concepts import CODE, Concept, Hit, Pattern, Statement, inside_string, statements
+from roles.providers.judge.diff import (
+    MAX_CODE_LINE,
+    FileChange,
+    ParsedDiff,
+    code_part,
+    is_doc_path,
+    path_matches,
+)
 from roles.providers.judge.lexicon import CONCEPTS
 from roles.providers.judge.polarity import Clause, Polarity, Rule, SpanRole
 
-__all__ = ["Evidence", "Finding", "assess", "span_regex"]
+__all__ = ["DiffIndex", "Evidence", "Finding", "assess", "span_regex"]
 
 _POLARITY_WEIGHT = {Polarity.PROHIBITION: 1.0, Polarity.OBLIGATION: 0.95, Polarity.PREFERENCE: 0.8}
 _IN_TEST = 0.5
@@ -55,6 +62,7 @@ class Finding:
     evidence: tuple[Evidence, ...]
 
 
+@lru_cache(maxsize=4096)
 def span_regex(span: str, *, loose_call: bool = True, ignore_case: bool = False) -> re.Pattern[str] | None:
     """A regex finding code span ``span`` in a line, or None when the span is too vague to look for."""
     text = span.strip()
@@ -79,10 +87,6 @@ def span_regex(span: str, *, loose_call: bool = True, ignore_case: bool = False)
     return re.compile(prefix + body + suffix, flags)
 
 
-def _searcher(regex: re.Pattern[str]) -> Callable[[str], bool]:
-    return lambda text: regex.search(text) is not None
-
-
 def _in_scope(rule: Rule, clause: Clause, change: FileChange) -> bool:
     if is_doc_path(change.path):
         return False
@@ -92,22 +96,57 @@ def _in_scope(rule: Rule, clause: Clause, change: FileChange) -> bool:
     return not (rule.languages and change.language in CODE and change.language not in rule.languages)
 
 
-def _removed_count(change: FileChange, matches: Callable[[str], bool]) -> int:
-    return sum(1 for line in change.removed if matches(code_part(line.text, change.language)))
+class DiffIndex:
+    """What every rule asks of one diff, computed once: statements, pattern hits, removed matches."""
+
+    def __init__(self, diff: ParsedDiff):
+        self.diff = diff
+        self._statements: dict[FileChange, list[Statement]] = {}
+        self._hits: dict[tuple[int, FileChange], list[tuple[Statement, Hit]]] = {}
+        self._removed: dict[tuple[FileChange, object], int] = {}
+
+    def statements(self, change: FileChange) -> list[Statement]:
+        """The added statements of ``change``."""
+        if change not in self._statements:
+            self._statements[change] = statements(change)
+        return self._statements[change]
+
+    def hits(self, pattern: Pattern, change: FileChange) -> list[tuple[Statement, Hit]]:
+        """Where ``pattern`` matches the added statements of ``change``."""
+        key = (id(pattern), change)  # patterns are module constants: their identity is stable
+        if key not in self._hits:
+            self._hits[key] = [(st, h) for st in self.statements(change) if (h := pattern.hit(st))]
+        return self._hits[key]
+
+    def removed(self, change: FileChange, key: re.Pattern[str] | Pattern) -> int:
+        """How many removed code lines of ``change`` match ``key`` (a regex, or a concept pattern)."""
+        slot = (change, id(key) if isinstance(key, Pattern) else (key.pattern, key.flags))
+        if slot not in self._removed:
+            matches = key.matches_text if isinstance(key, Pattern) else key.search
+            lines = (code_part(line.text[:MAX_CODE_LINE], change.language) for line in change.removed)
+            self._removed[slot] = sum(1 for code in lines if code and matches(code))
+        return self._removed[slot]
 
 
 def _discount(
-    rule: Rule, stmt: Statement, change: FileChange, matches: Callable[[str], bool], added: int
+    index: DiffIndex,
+    rule: Rule,
+    stmt: Statement,
+    change: FileChange,
+    key: re.Pattern[str] | Pattern,
+    added: int,
 ) -> float:
     factor = 1.0
     if stmt.in_test:
         factor *= 0 if rule.tests_exempt else _IN_TEST
-    if _removed_count(change, matches) >= added:
+    if index.removed(change, key) >= added:
         factor *= _KEPT
     return factor
 
 
-def _span_evidence(rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]) -> list[Evidence]:
+def _span_evidence(
+    index: DiffIndex, rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+) -> list[Evidence]:
     found: list[Evidence] = []
     spans = [s for s in clause.spans if s.role is SpanRole.FORBIDDEN]
     for span in spans:
@@ -123,13 +162,13 @@ def _span_evidence(rule: Rule, clause: Clause, change: FileChange, stmts: list[S
             confidence = 0.95 if len(span.text) >= 6 or not span.text.isalnum() else 0.88
             if stmt.language in CODE and '"' not in span.text and inside_string(stmt.code, match.start()):
                 confidence *= _IN_STRING
-            confidence *= _discount(rule, stmt, change, _searcher(regex), len(hits))
+            confidence *= _discount(index, rule, stmt, change, regex, len(hits))
             found.append(Evidence(stmt, clause, confidence, f"adds `{span.text}`, which it rules out"))
     return found
 
 
 def _required_head_evidence(
-    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+    index: DiffIndex, rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
 ) -> list[Evidence]:
     found: list[Evidence] = []
     for span in clause.spans:
@@ -146,7 +185,7 @@ def _required_head_evidence(
         )  # used as a command: `npm install`
         for stmt in stmts:
             if head.search(stmt.code) and not full.search(stmt.statement):
-                confidence = 0.75 * _discount(rule, stmt, change, _searcher(head), 1)
+                confidence = 0.75 * _discount(index, rule, stmt, change, head, 1)
                 found.append(
                     Evidence(
                         stmt,
@@ -162,16 +201,38 @@ _SUBJECT = re.compile(r"(?<![\w`/.])([A-Za-z][\w]*(?:[-.][A-Za-z][\w]*)+)(?![\w`
 _NOT_SUBJECT = re.compile(r"^(e\.g|i\.e|etc|vs)$|\.(ya?ml|json|toml|md|txt|sql|py|ts|go|rs|tf)$", re.I)
 
 
+@lru_cache(maxsize=4096)
+def _subjects(clause_text: str) -> tuple[str, ...]:
+    prose = re.sub(r"`[^`]*`", " ", clause_text)
+    return tuple(m for m in _SUBJECT.findall(prose) if not _NOT_SUBJECT.search(m))
+
+
+@lru_cache(maxsize=4096)
+def _named_concepts(clause_text: str) -> tuple[Concept, ...]:
+    return tuple(concept for concept in CONCEPTS if concept.named_by(clause_text))
+
+
+@lru_cache(maxsize=4096)
+def _frozen_paths(clause_text: str, polarity: Polarity, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The paths a clause freezes ("applied migrations are never edited"), or none."""
+    if polarity is not Polarity.PROHIBITION and not re.search(r"\bfrozen\b", clause_text, re.I):
+        return ()
+    if not _FROZEN.search(clause_text):
+        return ()
+    if not paths and re.search(r"\bmigrations?\b", clause_text, re.I):
+        return ("migrations/", "*migrations/", "*/migrations/*", "migrate/", "db/migrate/")
+    return paths
+
+
 def _subject_evidence(
-    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+    index: DiffIndex, rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
 ) -> list[Evidence]:
     """ "`apt-get` installs use `--no-install-recommends`": a line using the subject without the span."""
     found: list[Evidence] = []
     required = [s for s in clause.spans if s.role is SpanRole.REQUIRED]
     if clause.polarity is Polarity.PROHIBITION or len(required) != 1:
         return found
-    prose = re.sub(r"`[^`]*`", " ", clause.text)
-    subjects = [m for m in _SUBJECT.findall(prose) if not _NOT_SUBJECT.search(m)]
+    subjects = _subjects(clause.text)
     need = span_regex(required[0].text)
     for subject in subjects:
         regex = span_regex(subject)
@@ -179,7 +240,7 @@ def _subject_evidence(
             continue
         for stmt in stmts:
             if regex.search(stmt.code) and not need.search(stmt.statement):
-                confidence = 0.72 * _discount(rule, stmt, change, _searcher(regex), 1)
+                confidence = 0.72 * _discount(index, rule, stmt, change, regex, 1)
                 found.append(
                     Evidence(stmt, clause, confidence, f"uses `{subject}` without `{required[0].text}`")
                 )
@@ -194,17 +255,11 @@ _FROZEN = re.compile(
 
 
 def _frozen_evidence(
-    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+    index: DiffIndex, rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
 ) -> list[Evidence]:
     """ "Applied migrations are never edited", "files under vendor/ are frozen": an existing file changed."""
-    if clause.polarity is not Polarity.PROHIBITION and not re.search(r"\bfrozen\b", clause.text, re.I):
-        return []
-    if not _FROZEN.search(clause.text) or change.is_new:
-        return []
-    paths = clause.paths
-    if not paths and re.search(r"\bmigrations?\b", clause.text, re.I):
-        paths = ("migrations/", "*migrations/", "*/migrations/*", "migrate/", "db/migrate/")
-    if not paths or not path_matches(change.path, paths):
+    paths = _frozen_paths(clause.text, clause.polarity, clause.paths)
+    if not paths or change.is_new or not path_matches(change.path, paths):
         return []
     first = change.added[0] if change.added else change.removed[0] if change.removed else None
     if first is None:
@@ -216,19 +271,17 @@ def _frozen_evidence(
 
 
 def _concept_evidence(
-    rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
+    index: DiffIndex, rule: Rule, clause: Clause, change: FileChange, stmts: list[Statement]
 ) -> list[Evidence]:
     found: list[Evidence] = []
     required = [r for s in clause.spans if s.role is SpanRole.REQUIRED if (r := span_regex(s.text))]
-    for concept in CONCEPTS:
-        if not concept.named_by(clause.text):
-            continue
+    for concept in _named_concepts(clause.text):
         for pattern in concept.patterns:
-            hits = [(st, h) for st in stmts if (h := pattern.hit(st))]
+            hits = index.hits(pattern, change)
             for stmt, hit in hits:
                 if any(r.search(stmt.statement) for r in required) or concept.exempts(clause.text, stmt.code):
                     continue
-                confidence = hit.strength * _discount(rule, stmt, change, pattern.matches_text, len(hits))
+                confidence = hit.strength * _discount(index, rule, stmt, change, pattern, len(hits))
                 if hit.inside_string:
                     confidence *= _IN_STRING
                 found.append(
@@ -244,8 +297,13 @@ def _concept_evidence(
     return found
 
 
-def assess(rule: Rule, diff: ParsedDiff) -> Finding | None:
-    """The finding for ``rule`` on ``diff``, or None when no added line goes against it."""
+def assess(rule: Rule, diff: ParsedDiff, index: DiffIndex | None = None) -> Finding | None:
+    """The finding for ``rule`` on ``diff``, or None when no added line goes against it.
+
+    Pass one :class:`DiffIndex` for every rule judged against the same diff: it keeps the work
+    that does not depend on the rule.
+    """
+    index = index if index is not None and index.diff is diff else DiffIndex(diff)
     evidence: list[Evidence] = []
     for clause in rule.clauses:
         weight = _POLARITY_WEIGHT.get(clause.polarity)
@@ -254,13 +312,13 @@ def assess(rule: Rule, diff: ParsedDiff) -> Finding | None:
         for change in diff.files:
             if not _in_scope(rule, clause, change):
                 continue
-            stmts = statements(change)
+            stmts = index.statements(change)
             for item in (
-                *_span_evidence(rule, clause, change, stmts),
-                *_required_head_evidence(rule, clause, change, stmts),
-                *_concept_evidence(rule, clause, change, stmts),
-                *_subject_evidence(rule, clause, change, stmts),
-                *_frozen_evidence(rule, clause, change, stmts),
+                *_span_evidence(index, rule, clause, change, stmts),
+                *_required_head_evidence(index, rule, clause, change, stmts),
+                *_concept_evidence(index, rule, clause, change, stmts),
+                *_subject_evidence(index, rule, clause, change, stmts),
+                *_frozen_evidence(index, rule, clause, change, stmts),
             ):
                 evidence.append(Evidence(item.statement, item.clause, item.confidence * weight, item.reason))
     if not evidence:

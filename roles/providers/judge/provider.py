@@ -15,7 +15,7 @@ from typing import Any
 from roles.providers.base import ProviderReport
 from roles.providers.judge.checks import CheckViolation, evaluate, validate_checks
 from roles.providers.judge.diff import ParsedDiff, parse_diff
-from roles.providers.judge.judge import Finding, assess
+from roles.providers.judge.judge import DiffIndex, Finding, assess
 from roles.providers.judge.polarity import GOVERNING_KINDS, parse_entry
 from roles.tools import ToolCaller
 
@@ -113,6 +113,7 @@ async def run_judge(tools: ToolCaller) -> ProviderReport:
         report.notes.append("the patch was larger than 1 MiB; only its first MiB was judged")
     diff = parse_diff(str(patch.get("content", "")))
     governing = governing_entries(await _all_entries(tools, history), task_id)
+    index = DiffIndex(diff)
 
     warnings: list[tuple[dict[str, Any], str, str, float]] = []
     for entry in governing:
@@ -120,7 +121,7 @@ async def run_judge(tools: ToolCaller) -> ProviderReport:
         if violations:
             warnings.append((entry, _check_message(entry, violations), "critical", 1.0))
             continue
-        finding = assess(parse_entry(entry), diff)
+        finding = assess(parse_entry(entry), diff, index)
         if finding is not None and finding.confidence >= THRESHOLD:
             severity = "critical" if finding.confidence >= CRITICAL else "warning"
             warnings.append((entry, _finding_message(entry, finding), severity, finding.confidence))
