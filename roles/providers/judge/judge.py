@@ -326,8 +326,15 @@ def assess(rule: Rule, diff: ParsedDiff, index: DiffIndex | None = None) -> Find
     best: dict[tuple[str, int], Evidence] = {}
     for item in evidence:
         key = (item.statement.line.path, item.statement.line.number)
-        if key not in best or item.confidence > best[key].confidence:
-            best[key] = item
+        title_only = (
+            key in best and best[key].clause is rule.clauses[0] and item.clause is not rule.clauses[0]
+        )
+        if (
+            key not in best
+            or item.confidence > best[key].confidence
+            or (title_only and item.confidence >= best[key].confidence)
+        ):
+            best[key] = item  # on a tie, quote the body's sentence rather than the title
     ranked = sorted(
         best.values(), key=lambda e: (-e.confidence, e.statement.line.path, e.statement.line.number)
     )

@@ -202,7 +202,7 @@ _SECURITY: tuple[Concept, ...] = (
         "secrets_in_code",
         _cue(
             r"\b(secrets?|credentials?|passwords?|api keys?|tokens?|private keys?)\b.*\b(code"
-            r"|source|repo|commit|"
+            r"|source|repo\w*|commit\w*|"
             r"hard-?cod|plain ?text|config|files?|images?|literals?|version control|git)\b|hard-?coded"
         ),
         (
