@@ -122,6 +122,8 @@ class Concept:
     detector_what: str = ""
     detector_strength: float = 0.75
     exemptions: tuple[tuple[re.Pattern[str], re.Pattern[str]], ...] = field(default=())
+    needs_required_span: bool = False
+    """Applies only to a clause naming the construct to use instead ("through `apiClient`")."""
 
     def exempts(self, clause_text: str, code: str) -> bool:
         """Whether the decision's own wording exempts this line (e.g. "third-party" actions only)."""

@@ -11,7 +11,12 @@ import re
 
 from roles.providers.judge.diff import DiffLine, FileChange
 
-__all__ = ["container_without_limits", "dockerfile_without_user", "job_without_timeout"]
+__all__ = [
+    "container_without_limits",
+    "dockerfile_without_user",
+    "job_without_timeout",
+    "table_without_primary_key",
+]
 
 _ITEM = re.compile(r"^(\s*)-\s+name\s*:\s*\S+")
 _JOB = re.compile(r"^(\s+)([\w-]+)\s*:\s*$")
@@ -85,3 +90,23 @@ def dockerfile_without_user(change: FileChange) -> list[DiffLine]:
     if re.match(r"\s*FROM\s+scratch\b|.*distroless.*nonroot", stage[0].text, re.I):
         return []
     return [stage[0]]
+
+
+def table_without_primary_key(change: FileChange) -> list[DiffLine]:
+    """``CREATE TABLE`` statements the patch adds whole that declare no ``PRIMARY KEY``."""
+    if change.language != "sql":
+        return []
+    found = []
+    lines = change.added
+    for index, line in enumerate(lines):
+        if not re.match(r"\s*CREATE\s+TABLE\b", line.text, re.I):
+            continue
+        body = []
+        for follow in lines[index:]:
+            body.append(follow.text)
+            if ";" in follow.text:
+                break
+        text = " ".join(body)
+        if ";" in text and not re.search(r"\bPRIMARY\s+KEY\b|\bAS\s+SELECT\b|\bLIKE\b", text, re.I):
+            found.append(line)
+    return found

@@ -68,6 +68,9 @@ def span_regex(span: str, *, loose_call: bool = True, ignore_case: bool = False)
     text = span.strip()
     if len(text.strip("()._*")) < 3 or _PATHLIKE.match(text):
         return None
+    tag = re.fullmatch(r"<\s*([A-Za-z][\w.-]*)\s*/?>", text)
+    if tag:  # `<img>` names the element, whatever its attributes
+        return re.compile(rf"<{re.escape(tag.group(1))}(?![\w.-])", re.IGNORECASE if ignore_case else 0)
     if text.endswith("()") and loose_call:
         text = text[:-2] + "("
     parts: list[str] = []
@@ -276,6 +279,8 @@ def _concept_evidence(
     found: list[Evidence] = []
     required = [r for s in clause.spans if s.role is SpanRole.REQUIRED if (r := span_regex(s.text))]
     for concept in _named_concepts(clause.text):
+        if concept.needs_required_span and not required:
+            continue
         for pattern in concept.patterns:
             hits = index.hits(pattern, change)
             for stmt, hit in hits:

@@ -9,7 +9,11 @@ from __future__ import annotations
 import re
 
 from roles.providers.judge.concepts import Concept, pattern
-from roles.providers.judge.detectors import container_without_limits, job_without_timeout
+from roles.providers.judge.detectors import (
+    container_without_limits,
+    job_without_timeout,
+    table_without_primary_key,
+)
 
 __all__ = ["CODE_CONCEPTS"]
 
@@ -333,6 +337,66 @@ CODE_CONCEPTS: tuple[Concept, ...] = (
                 paths=("requirements*.txt", "requirements/*.txt"),
             ),
         ),
+    ),
+    Concept(
+        "direct_http",
+        _cue(
+            r"\b(http|api|network|outbound|backend)\b.*\b(requests?|calls?|access|clients?)\b"
+            r".*\b(go(es)? through|"
+            r"through|via|only|must use|use)\b|\b(fetch|axios|requests)\b.*\b(directly|instead)\b"
+        ),
+        (
+            pattern(
+                r"\bfetch\s*\(|\baxios(\.\w+)?\s*\(|\bnew\s+XMLHttpRequest\b",
+                "typescript",
+                "makes an HTTP request directly",
+                strength=0.75,
+            ),
+            pattern(
+                r"\brequests\.(get|post|put|patch|delete|request)\s*\(|\burlopen\s*\(|\bhttpx\.(get|post|"
+                r"put|delete|Client)\b",
+                "python",
+                "makes an HTTP request directly",
+                strength=0.75,
+            ),
+            pattern(
+                r"\bhttp\.(Get|Post|Head|NewRequest\w*)\s*\(|\bhttp\.DefaultClient\b",
+                "go",
+                "makes an HTTP request directly",
+                strength=0.75,
+            ),
+            pattern(
+                r"\breqwest::(get|Client::new|blocking)",
+                "rust",
+                "makes an HTTP request directly",
+                strength=0.75,
+            ),
+        ),
+        needs_required_span=True,
+    ),
+    Concept(
+        "hardcoded_endpoint",
+        _cue(
+            r"\bhard-?cod\w*\b.*\b(urls?|hosts?|hostnames?|endpoints?|ips?|addresses|domains?)\b|\b(urls?|hosts?|"
+            r"endpoints?)\b.*\b(config\w*|environment|env vars?|settings)\b"
+        ),
+        (
+            pattern(
+                r"[\"'`]https?://[^\"'`\s]+[\"'`]|[\"'](\d{1,3}\.){3}\d{1,3}(:\d+)?[\"']",
+                "code",
+                "hardcodes an endpoint",
+                strength=0.75,
+                in_strings=True,
+                unless=r"example\.(com|org)|schemas?\.|w3\.org|json-schema|localhost",
+            ),
+        ),
+    ),
+    Concept(
+        "primary_key",
+        _cue(r"\bprimary keys?\b"),
+        (),
+        detector=table_without_primary_key,
+        detector_what="creates a table with no primary key",
     ),
     Concept(
         "console_output",
