@@ -284,7 +284,8 @@ def _concept_evidence(
         for pattern in concept.patterns:
             hits = index.hits(pattern, change)
             for stmt, hit in hits:
-                if any(r.search(stmt.statement) for r in required) or concept.exempts(clause.text, stmt.code):
+                uses_named = concept.needs_required_span and any(r.search(stmt.statement) for r in required)
+                if uses_named or concept.exempts(clause.text, stmt.code):
                     continue
                 confidence = hit.strength * _discount(index, rule, stmt, change, pattern, len(hits))
                 if hit.inside_string:

@@ -43,7 +43,8 @@ _MONEY = (
     r"\b\w*(price|amount|cost|balance|total|fee|salary|money|subtotal|tax|payment|charge|refund|payout)\w*\b"
 )
 _FLOAT = (
-    r"(\bfloat(32|64)?\b|\bf32\b|\bf64\b|\bdouble\b|\breal\b|double precision|parseFloat|toFixed|\bFloat\b)"
+    r"(\bfloat(32|64)?\b|\bf32\b|\bf64\b|\bdouble\b|\breal\b|double precision|parseFloat|toFixed|\bFloat\b|"
+    r"\b(Float|Double)(Field|Type|Column)\b|\bsa\.Float\b)"
 )
 
 _SECURITY: tuple[Concept, ...] = (
@@ -216,12 +217,20 @@ _SECURITY: tuple[Concept, ...] = (
             ),
             pattern(
                 r"\bAKIA[0-9A-Z]{16}\b|-----BEGIN [A-Z ]*PRIVATE KEY|\bghp_[A-Za-z0-9]{30,}"
-                r"|\bsk-[A-Za-z0-9]{20,}"
+                r"|\bsk-[A-Za-z0-9]{20,}|\b[rs]k_live_[A-Za-z0-9]{10,}"
                 r"|\bxox[bpas]-[A-Za-z0-9-]{10,}",
                 "any",
                 "commits a credential",
                 in_strings=True,
                 strength=0.95,
+                flags=0,
+            ),
+            pattern(
+                r"^\s*(export\s+)?\w*(KEY|SECRET|TOKEN|PASSWORD|PASSWD)\w*\s*=\s*[^\s$\"'{<]{8,}\s*$",
+                "config other shell",
+                "puts a secret value in a committed file",
+                strength=0.8,
+                unless=r"example|dummy|changeme|placeholder|xxx|<|\bfalse\b|\btrue\b",
                 flags=0,
             ),
             pattern(
