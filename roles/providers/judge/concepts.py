@@ -35,6 +35,7 @@ __all__ = [
 CODE = frozenset({"python", "typescript", "go", "rust"})
 _GROUPS = {"code": CODE, "yaml": frozenset({"yaml", "ci"}), "any": frozenset()}
 _NEAR = 6
+_RUST_TESTS = re.compile(r"#\[cfg\(test\)\]|^\s*mod\s+tests\b")
 _MAX_JOIN = 8
 
 
@@ -215,6 +216,8 @@ def statements(change: FileChange) -> list[Statement]:
     in_test = is_test_path(change.path)
     out: list[Statement] = []
     for index, (line, code) in enumerate(lines):
+        if change.language == "rust" and _RUST_TESTS.search(code):
+            in_test = True  # the rest of the file's added lines are its in-file test module
         joined = [code]
         depth = _depth(code)
         follow = index + 1

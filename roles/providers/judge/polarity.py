@@ -160,6 +160,11 @@ def _clauses(text: str) -> list[tuple[str, str]]:
     return out
 
 
+_VERB_OF_OBJECT = re.compile(
+    r"^\s+(the\s+|any\s+|a\s+)?(secrets?|tokens?|passwords?|credentials?|keys?|personal data|pii|e-?mails?|"
+    r"user data|customer data)\b",
+    re.IGNORECASE,
+)
 _REQUIRED_AFTER_CUE = re.compile(
     r"(,|;|\bbut|\band)\s+(use|call|prefer|go through|pass)\b[^,;]*$|\binstead\b|\b(via|through)\s*$", re.I
 )
@@ -191,6 +196,8 @@ def _spans(sentence: str, polarity: Polarity) -> tuple[Span, ...]:
     for match in pieces:
         before = _SPAN.sub("CODE", sentence[: match.start()])
         role = _role(before, sentence[match.end() :], polarity, cue_at)
+        if role is SpanRole.FORBIDDEN and _VERB_OF_OBJECT.match(sentence[match.end() :]):
+            role = SpanRole.CONTEXT  # "never `echo` secrets": the object, not the command, is the point
         if (
             role is SpanRole.FORBIDDEN
             and len(pieces) == 1
