@@ -9,10 +9,10 @@ import pytest
 
 from benchmarks.oracle_quality.fake_tools import FakeOracleTools
 from benchmarks.oracle_quality.loader import MemorySpec, Scenario
-from capabilities.dispatch import call_tool
+from capabilities.mcp import call_tool
+from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal
 from capabilities.services import Services
-from capabilities.tools import build_registry
 from roles.providers.judge import PROVIDER_LABEL, run_judge
 from roles.tools import ToolCallError
 from store import Store
@@ -119,7 +119,7 @@ class DispatchCaller:
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = await call_tool(self.services, build_registry(), self.principal, tool, arguments)
         if outcome.error is not None:
-            raise ToolCallError(tool, outcome.error.instance_code, outcome.error.message)
+            raise ToolCallError(tool, outcome.error.code, outcome.error.message)
         assert outcome.result is not None
         return outcome.result
 
