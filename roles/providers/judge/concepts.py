@@ -170,15 +170,30 @@ def pattern(
 
 
 def inside_string(code: str, start: int) -> bool:
-    """Whether position ``start`` of ``code`` lies inside a string literal."""
+    """Whether position ``start`` of ``code`` lies in a string literal's text (not an interpolation).
+
+    Interpolations (Python ``f"{x}"``, JavaScript ``${x}``) are code, so a match there counts as a use.
+    """
     quote: str | None = None
-    for char in code[:start]:
-        if quote:
-            if char == quote:
-                quote = None
-        elif char in "\"'`":
-            quote = char
-    return quote is not None
+    formatted = False
+    depth = 0
+    index = 0
+    while index < start:
+        char = code[index]
+        if quote is None:
+            if char in "\"'`":
+                quote, depth = char, 0
+                formatted = char == "`" or (index > 0 and code[index - 1] in "fF")
+        elif depth:
+            depth += {"{": 1, "}": -1}.get(char, 0)
+        elif char == "\\":
+            index += 1
+        elif char == quote:
+            quote = None
+        elif formatted and char == "{" and (quote != "`" or code[index - 1 : index] == "$"):
+            depth = 1
+        index += 1
+    return quote is not None and depth == 0
 
 
 _STRING = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`(?:[^`\\]|\\.)*`")
