@@ -23,6 +23,8 @@ from pathlib import Path
 
 import anyio
 
+from roles.providers import PROVIDER_NAMES
+
 __all__ = [
     "DEFAULT_CHANNEL_DIR",
     "EXIT_NO_CHANNEL",
@@ -77,7 +79,7 @@ def _config(argv: Sequence[str] | None) -> RunnerConfig:
     parser.add_argument("--socket", type=Path, default=channel / "mcp.sock", help="the launch socket")
     parser.add_argument("--token-file", type=Path, default=channel / "token", help="the grant's token file")
     parser.add_argument(
-        "--provider", default=os.environ.get("ROUNDTABLE_PROVIDER", "lexical"), choices=["lexical", "openai"]
+        "--provider", default=os.environ.get("ROUNDTABLE_PROVIDER", "judge"), choices=list(PROVIDER_NAMES)
     )
     parser.add_argument("--max-turns", type=int, default=int(os.environ.get("ROUNDTABLE_MAX_TURNS", "12")))
     parser.add_argument("--model", default=os.environ.get("ROUNDTABLE_MODEL", "default"))
@@ -105,6 +107,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     from mcp.client.streamable_http import streamable_http_client
 
     from roles.gateway import SocketChatGateway
+    from roles.providers.judge import run_judge
     from roles.providers.lexical import run_lexical
     from roles.providers.openai import ToolDescription, run_openai
     from roles.tools import McpToolCaller, ToolCallError
@@ -133,6 +136,8 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
                         max_turns=config.max_turns,
                         model=config.model,
                     )
+                elif config.provider == "judge":
+                    report = await run_judge(caller)
                 else:
                     report = await run_lexical(caller)
             except ToolCallError as exc:

@@ -8,9 +8,9 @@ silently ignored setting) and falls back to the defaults for keys a user removed
 from __future__ import annotations
 
 import tomllib
+from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -18,9 +18,11 @@ from store.errors import InvalidArgument
 
 __all__ = [
     "DEFAULT_CONFIG_TOML",
+    "EMBEDDED_PROVIDERS",
     "OpenAIProviderConfig",
     "PolicyConfig",
     "ProjectConfig",
+    "ProviderName",
     "RoleConfig",
     "load_config",
     "package_version",
@@ -35,6 +37,21 @@ def package_version() -> str:
         return "0.0.0"
 
 
+class ProviderName(StrEnum):
+    """The providers a role can run with (the role image's runner knows the same names)."""
+
+    JUDGE = "judge"
+    """Embedded and deterministic: judges each decision against what the patch adds and removes."""
+    LEXICAL = "lexical"
+    """Embedded word matching: a heuristic baseline, labelled as such in every warning."""
+    OPENAI = "openai"
+    """Any OpenAI-compatible chat-completions server, reached through the supervisor's gateway."""
+
+
+EMBEDDED_PROVIDERS = frozenset({ProviderName.JUDGE, ProviderName.LEXICAL})
+"""Providers that need no model server (and so no gateway, no key, no budget)."""
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -43,7 +60,7 @@ class RoleConfig(_Strict):
     """How one role's container is run."""
 
     image: str = Field(default_factory=lambda: f"roundtable-role:{package_version()}")
-    provider: Literal["lexical", "openai"] = "lexical"
+    provider: ProviderName = ProviderName.JUDGE
     timeout_seconds: float = Field(default=300, gt=0, le=86400)
     memory_limit: str = "512m"
     cpus: float = Field(default=1.0, gt=0, le=64)
@@ -144,7 +161,8 @@ DEFAULT_CONFIG_TOML = """\
 
 [roles.memory_oracle]
 image = "roundtable-role:{version}"   # the image `roundtable image build` produces
-provider = "lexical"                  # "lexical" (embedded heuristic, no model) or "openai"
+provider = "judge"                    # "judge" (embedded, judges each decision), "lexical" (word-matching
+                                      # baseline) or "openai" (a model server through the gateway)
 timeout_seconds = 300                 # the launch deadline; the container is killed after it
 memory_limit = "512m"                 # memory and memory+swap limit of the container
 cpus = 1.0                            # CPU quota of the container

@@ -32,6 +32,7 @@ from capabilities.auth import issue_capability
 from capabilities.services import Services
 from capabilities.serving import build_launch_app, serving
 from store import Store
+from store.config import ProviderName
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
 from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
@@ -164,8 +165,9 @@ class Supervisor:
             raise InvalidArgument(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
         role_config = self.store.config.roles.memory_oracle
         chosen = provider or role_config.provider
-        if chosen not in ("lexical", "openai"):
-            raise InvalidArgument(f"unknown provider {chosen!r}; providers: lexical, openai")
+        if chosen not in set(ProviderName):
+            names = ", ".join(ProviderName)
+            raise InvalidArgument(f"unknown provider {chosen!r}; providers: {names}")
         deadline = float(timeout if timeout is not None else role_config.timeout_seconds)
         if not 0 < deadline <= 86400:
             raise InvalidArgument("timeout must be between 0 and 86400 seconds")

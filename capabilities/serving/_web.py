@@ -29,6 +29,7 @@ from capabilities.console import CONSOLE_ROUTES
 from capabilities.http_api import EXCEPTION_HANDLERS, ApiState, EventBroadcaster, api_routes
 from capabilities.services import Services
 from capabilities.serving._transports import build_asgi_app
+from store.config import EMBEDDED_PROVIDERS, ProviderName
 from store.errors import RoundtableError
 from store.memory import Synthesizer, lexical_resynthesis
 
@@ -80,8 +81,9 @@ class WebService:
         self.services = services
         store = services.store
         configured = store.config.roles.memory_oracle.provider
-        if synthesizer is None and configured == "lexical":
-            synthesizer, provider = lexical_resynthesis, "lexical"
+        if synthesizer is None and configured in EMBEDDED_PROVIDERS:
+            # An embedded provider has no model to write with: resynthesis is the lexical one.
+            synthesizer, provider = lexical_resynthesis, ProviderName.LEXICAL
         self.synthesizer = synthesizer
         self.provider = provider or configured
         self.resynthesis_poll = resynthesis_poll

@@ -7,4 +7,4 @@ from roles.providers.base import ProviderReport
 
 __all__ = ["PROVIDER_NAMES", "ProviderReport"]
 
-PROVIDER_NAMES = ("lexical", "openai")
+PROVIDER_NAMES = ("judge", "lexical", "openai")

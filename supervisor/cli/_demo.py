@@ -102,7 +102,7 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
 
             async with Supervisor(store) as supervisor:
                 result = await supervisor.launch_role(
-                    "memory_oracle", proposal_id, provider="lexical", on_phase=progress
+                    "memory_oracle", proposal_id, provider="judge", on_phase=progress
                 )
             timeline = await operator_call(services, "proposal.timeline", {"proposal_id": proposal_id})
         finally:

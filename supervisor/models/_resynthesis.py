@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx2
 
-from store.config import OpenAIProviderConfig, ProjectConfig
+from store.config import OpenAIProviderConfig, ProjectConfig, ProviderName
 from store.memory import Synthesizer
 
 __all__ = ["OpenAISynthesizer", "synthesizer_for"]
@@ -66,8 +66,9 @@ class OpenAISynthesizer:
 
 
 def synthesizer_for(config: ProjectConfig) -> tuple[Synthesizer | None, str]:
-    """The synthesizer of the configured provider (``None`` for ``lexical``: the store has it)."""
+    """The synthesizer of the configured provider; ``None`` for an embedded one, whose resynthesis
+    is the store's lexical one (neither embedded provider writes prose)."""
     provider = config.roles.memory_oracle.provider
-    if provider == "openai":
-        return OpenAISynthesizer(config.providers.openai), "openai"
-    return None, provider
+    if provider == ProviderName.OPENAI:
+        return OpenAISynthesizer(config.providers.openai), ProviderName.OPENAI
+    return None, ProviderName.LEXICAL

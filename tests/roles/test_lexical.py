@@ -29,7 +29,7 @@ class DispatchCaller:
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         outcome = await call_tool(self.services, build_registry(), self.principal, tool, arguments)
         if outcome.error is not None:
-            raise ToolCallError(tool, outcome.error.instance_code, outcome.error.message)
+            raise ToolCallError(tool, outcome.error.code, outcome.error.message)
         assert outcome.result is not None
         return outcome.result
 

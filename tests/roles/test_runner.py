@@ -88,3 +88,13 @@ async def test_role_version_reads_the_distribution_roles_came_in(
 
     monkeypatch.setattr(runner, "version", version)
     assert runner.role_version() == expected
+
+
+def test_the_runner_knows_every_provider_the_supervisor_can_ask_for() -> None:
+    # The two lists live on either side of the image boundary (the image has no store): one test
+    # keeps them one list.
+    from roles.providers import PROVIDER_NAMES
+    from store.config import ProjectConfig, ProviderName
+
+    assert sorted(PROVIDER_NAMES) == sorted(ProviderName)
+    assert ProjectConfig().roles.memory_oracle.provider == ProviderName.JUDGE == PROVIDER_NAMES[0]

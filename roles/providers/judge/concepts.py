@@ -26,6 +26,7 @@ __all__ = [
     "Hit",
     "Pattern",
     "Statement",
+    "cue",
     "inside_string",
     "pattern",
     "statements",
@@ -250,3 +251,8 @@ def statements(change: FileChange) -> list[Statement]:
         ]
         out.append(Statement(line, code, " ".join(joined), "\n".join(near), in_test, change.language))
     return out
+
+
+def cue(text: str) -> re.Pattern[str]:
+    """How decisions talk about a concept: a case-insensitive pattern over a decision's words."""
+    return re.compile(text, re.IGNORECASE)

@@ -7,17 +7,12 @@ is specific to one project or one scenario; extend the table rather than the jud
 
 from __future__ import annotations
 
-import re
-
-from roles.providers.judge.concepts import Concept, pattern
+from roles.providers.judge.concepts import Concept, cue, pattern
 from roles.providers.judge.lexicon_code import CODE_CONCEPTS
+from roles.providers.judge.lexicon_delivery import DELIVERY_CONCEPTS
 from roles.providers.judge.lexicon_infra import INFRA_CONCEPTS
 
 __all__ = ["CONCEPTS"]
-
-
-def _cue(text: str) -> re.Pattern[str]:
-    return re.compile(text, re.IGNORECASE)
 
 
 _LOG_CALL = (
@@ -50,7 +45,7 @@ _FLOAT = (
 _SECURITY: tuple[Concept, ...] = (
     Concept(
         "tls_verification",
-        _cue(
+        cue(
             r"\b(tls|ssl|https|certificates?|certs?)\b.*\b(verif|validat|check|trust)"
             r"|\bverif\w*\b.*\b(tls|ssl|cert)"
             r"|insecure|self-signed"
@@ -92,7 +87,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "sensitive_logging",
-        _cue(
+        cue(
             r"\b(personal|pii|personally|e-?mails?|phone|addresses|ssn|card numbers?|tokens?|customer data"
             r"|user data|ip address(es)?|gdpr"
             r"|passwords?|secrets?"
@@ -113,7 +108,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "local_time",
-        _cue(
+        cue(
             r"\butc\b|time ?zones?|tz-?aware|timezone-aware|aware (datetimes?|timestamps?)"
             r"|\bnaive\b|local time"
         ),
@@ -168,7 +163,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "money_float",
-        _cue(
+        cue(
             r"\b(money|monetary|prices?|amounts?|balances?|currency|fees?|payments?"
             r"|totals?)\b.*\b(integers?|int\d*|"
             r"i64|u64|bigint|cents|minor units|floats?|floating|f64|f32|doubles?|decimals?"
@@ -184,11 +179,11 @@ _SECURITY: tuple[Concept, ...] = (
                 unless=r"\b(rate|ratio|percent|pct|discount_rate)\b\s*:",
             ),
         ),
-        anti_cue=_cue(r"\b(float|double|f64)s? (is|are) (fine|allowed|ok)"),
+        anti_cue=cue(r"\b(float|double|f64)s? (is|are) (fine|allowed|ok)"),
     ),
     Concept(
         "money_decimal",
-        _cue(r"\b(integers?|int64|i64|bigint|cents|minor units)\b"),
+        cue(r"\b(integers?|int64|i64|bigint|cents|minor units)\b"),
         (
             pattern(
                 _MONEY,
@@ -201,7 +196,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "secrets_in_code",
-        _cue(
+        cue(
             r"\b(secrets?|credentials?|passwords?|api keys?|tokens?|private keys?)\b.*\b(code"
             r"|source|repo\w*|commit\w*|"
             r"hard-?cod|plain ?text|config|files?|images?|literals?|version control|git)\b|hard-?coded"
@@ -243,7 +238,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "plaintext_password",
-        _cue(
+        cue(
             r"\bplain ?-?text\b.*\bpasswords?\b|"
             r"\bpasswords?\b.*\b(plain ?-?text|hash\w*|argon2|bcrypt|scrypt)\b"
         ),
@@ -265,7 +260,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "secrets_printed",
-        _cue(
+        cue(
             r"\b(print|echo|output|expose|log|display)\w*\b.*\bsecrets?\b|\bsecrets?\b.*\b(printed"
             r"|echoed|logged|"
             r"exposed|shown)\b"
@@ -290,7 +285,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "string_sql",
-        _cue(
+        cue(
             r"\b(raw sql|sql strings?|string-built|query builder|orm\b|parameteri[sz]ed|prepared statements?|"
             r"sql injection|bind (parameters|variables)|placeholders)|(f-strings?|concatenat\w*"
             r"|interpolat\w*|"
@@ -327,7 +322,7 @@ _SECURITY: tuple[Concept, ...] = (
     ),
     Concept(
         "raw_sql",
-        _cue(
+        cue(
             r"\b(raw sql|query builder|through the orm|orm only|only the orm|no sql strings?"
             r"|handwritten sql)\b"
         ),
@@ -347,9 +342,9 @@ _SECURITY: tuple[Concept, ...] = (
                 strength=0.75,
             ),
         ),
-        anti_cue=_cue(r"parameteri[sz]ed (raw )?sql is (fine|allowed)"),
+        anti_cue=cue(r"parameteri[sz]ed (raw )?sql is (fine|allowed)"),
     ),
 )
 
-CONCEPTS: tuple[Concept, ...] = _SECURITY + INFRA_CONCEPTS + CODE_CONCEPTS
+CONCEPTS: tuple[Concept, ...] = _SECURITY + INFRA_CONCEPTS + CODE_CONCEPTS + DELIVERY_CONCEPTS
 """Every concept the judge knows."""

@@ -5,22 +5,16 @@ See :mod:`roles.providers.judge.lexicon` for the format; :data:`INFRA_CONCEPTS` 
 
 from __future__ import annotations
 
-import re
-
-from roles.providers.judge.concepts import Concept, pattern
+from roles.providers.judge.concepts import Concept, cue, pattern
 from roles.providers.judge.detectors import dockerfile_without_user
 
 __all__ = ["INFRA_CONCEPTS"]
 
 
-def _cue(text: str) -> re.Pattern[str]:
-    return re.compile(text, re.IGNORECASE)
-
-
 INFRA_CONCEPTS: tuple[Concept, ...] = (
     Concept(
         "run_as_root",
-        _cue(r"\b(root|non-root|nonroot|unprivileged|runasnonroot|uid 0)\b"),
+        cue(r"\b(root|non-root|nonroot|unprivileged|runasnonroot|uid 0)\b"),
         (
             pattern(
                 r"^\s*USER\s+(root|0)(:\S*)?\s*$",
@@ -41,14 +35,14 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
                 strength=0.8,
             ),
         ),
-        anti_cue=_cue(r"\broot (file ?system|fs|volume)\b|\brootfs\b|root ca\b"),
+        anti_cue=cue(r"\broot (file ?system|fs|volume)\b|\brootfs\b|root ca\b"),
         detector=dockerfile_without_user,
         detector_what="adds a Dockerfile whose final stage never drops root (no USER)",
         detector_strength=0.7,
     ),
     Concept(
         "privileged",
-        _cue(
+        cue(
             r"\b(privileged|privilege escalation|host(network|pid|ipc|path)|host (network|namespaces?)|"
             r"(node|host)('s)? (network|pid|ipc|namespaces?|file ?system)|"
             r"capabilities|sys_admin)\b"
@@ -84,7 +78,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
     ),
     Concept(
         "mutable_image",
-        _cue(
+        cue(
             r"\b(latest|pinned|pin|pins|immutable|digests?|explicit versions?|version tags?|reproducib\w*|"
             r"floating tags?)\b"
         ),
@@ -111,11 +105,11 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
                 r"\bimage\s*=\s*\"[\w./-]+:latest\"", "terraform", "deploys a :latest image", strength=0.85
             ),
         ),
-        anti_cue=_cue(r"\bactions?\b|\bsha\b"),
+        anti_cue=cue(r"\bactions?\b|\bsha\b"),
     ),
     Concept(
         "unpinned_action",
-        _cue(r"\b(actions?|workflows?|uses)\b.*\b(pin\w*|sha|commit|digest)\b|\bpin\w*\b.*\bactions?\b"),
+        cue(r"\b(actions?|workflows?|uses)\b.*\b(pin\w*|sha|commit|digest)\b|\bpin\w*\b.*\bactions?\b"),
         (
             pattern(
                 r"^\s*-?\s*uses\s*:\s*(?!\./|docker://)([\w.-]+/[\w./-]+)@(?![0-9a-f]{40}\b)[\w.-]+",
@@ -124,11 +118,11 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
                 strength=0.85,
             ),
         ),
-        exemptions=((_cue(r"third[- ]party"), _cue(r"uses\s*:\s*(actions|github)/")),),
+        exemptions=((cue(r"third[- ]party"), cue(r"uses\s*:\s*(actions|github)/")),),
     ),
     Concept(
         "public_bucket",
-        _cue(r"\b(public|publicly|world-readable|anonymous|public-read|allusers)\b"),
+        cue(r"\b(public|publicly|world-readable|anonymous|public-read|allusers)\b"),
         (
             pattern(
                 r"\bacl\s*=\s*\"(public-read|public-read-write|authenticated-read)\"",
@@ -154,7 +148,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
     ),
     Concept(
         "open_ingress",
-        _cue(
+        cue(
             r"\b(internet|0\.0\.0\.0|world|anywhere|inside the vpc|ingress|firewall|"
             r"security groups?|publicly reachable|exposed)\b|\bare private\b"
         ),
@@ -182,7 +176,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
     ),
     Concept(
         "deletion_protection",
-        _cue(
+        cue(
             r"deletion[- ]protect\w*|prevent_destroy|final snapshots?|"
             r"accidental(ly)? (deletion|destroy)|backups?"
         ),
@@ -199,7 +193,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
     ),
     Concept(
         "encryption_off",
-        _cue(r"\bencrypt\w*|at rest\b|\bkms\b"),
+        cue(r"\bencrypt\w*|at rest\b|\bkms\b"),
         (
             pattern(
                 r"\b(storage_encrypted|encrypted|encryption|encrypt|enable_encryption|sse_enabled)\s*[:=]\s*"
@@ -212,7 +206,7 @@ INFRA_CONCEPTS: tuple[Concept, ...] = (
     ),
     Concept(
         "remote_script",
-        _cue(
+        cue(
             r"\b(curl|wget|download\w*|remote|fetched)\b.*\b(scripts?|shell|pipe|execut\w*|bash)\b|"
             r"\bpipe\w*\b.*\b(shell|sh|bash)\b|install scripts?"
         ),

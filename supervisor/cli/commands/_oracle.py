@@ -17,6 +17,7 @@ import sys
 import time
 from typing import Any
 
+from store.config import ProviderName
 from store.errors import InternalError
 
 __all__ = ["register"]
@@ -137,6 +138,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     launch.add_argument(
         "--timeout", type=float, help="the launch deadline in seconds (default from config.toml)"
     )
-    launch.add_argument("--provider", choices=["lexical", "openai"], help="override the configured provider")
+    launch.add_argument("--provider", choices=list(ProviderName), help="override the configured provider")
     launch.add_argument("--announce-fd", type=int, help=argparse.SUPPRESS)
     launch.set_defaults(handler=_launch)
