@@ -80,19 +80,10 @@ class RoundtableError(Exception):
     code: ClassVar[str] = "internal"
     http_status: ClassVar[int] = 500
 
-    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None):
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None):
         super().__init__(message)
         self.message = message
         self.details = details or {}
-        if code is not None and code != type(self).code:
-            # Deprecated, kept only until the last ``code="..."`` literal (memory's) is a class:
-            # the override shadows the class's code, so ``exc.code`` is always the code answered.
-            vars(self)["code"] = code
-
-    @property
-    def instance_code(self) -> str:
-        """Deprecated alias of :attr:`code` (they used to disagree)."""
-        return self.code
 
     def to_dict(self) -> dict[str, Any]:
         """The inside of the error body: ``{"code", "message"}`` plus ``details`` when present."""

@@ -27,6 +27,8 @@ from store.errors import (
     DockerUnavailable,
     InternalError,
     InvalidArgument,
+    MemoryNotFound,
+    MemoryRevisionConflict,
     NotFound,
     RoundtableError,
     StoreBusy,
@@ -138,10 +140,12 @@ def test_the_docstring_draws_every_class() -> None:
 
 def test_code_means_the_code_answered() -> None:
     exc = NotFound("gone")
-    assert exc.code == type(exc).code == "not_found" == exc.instance_code
-    legacy = NotFound("gone", code="memory_not_found")  # until memory's codes are classes
-    assert legacy.code == legacy.instance_code == "memory_not_found" == error_body(legacy)["error"]["code"]
-    assert type(legacy).code == "not_found" and legacy.http_status == 404
+    assert exc.code == type(exc).code == "not_found" == exc.code
+    assert error_body(MemoryNotFound("gone"))["error"]["code"] == "memory_not_found"
+    # Every code is a class: there is no per-instance override that could disagree with it.
+    with pytest.raises(TypeError):
+        NotFound("gone", code="memory_not_found")  # type: ignore[call-arg]
+    assert _literal_codes() == {}, "a code passed as a string literal: make it a class in store.errors"
 
 
 # -- (b) every code documented --------------------------------------------------------------------------
@@ -173,7 +177,7 @@ def test_the_errors_page_is_reachable_from_the_index() -> None:
     "exc",
     [
         InvalidArgument("title is blank"),
-        Conflict("stale", code="memory_revision_conflict", details={"current_revision": 3}),
+        MemoryRevisionConflict("stale", details={"current_revision": 3}),
         StoreBusy("locked"),
         InternalError("boom: ünïcode"),
     ],

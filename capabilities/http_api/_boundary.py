@@ -141,12 +141,16 @@ async def mutation_context(request: Request) -> MutationContext:
 
 
 def parse_model(
-    model: type[_Model], body: dict[str, Any], *, code: str, field_codes: dict[str, str] | None = None
+    model: type[_Model],
+    body: dict[str, Any],
+    *,
+    error: type[InvalidArgument] = InvalidArgument,
+    field_errors: dict[str, type[InvalidArgument]] | None = None,
 ) -> _Model:
-    """Validate ``body`` against a strict pydantic model; the first problem becomes a 400 with ``code``.
+    """Validate ``body`` against a strict pydantic model; the first problem becomes ``error`` (a 400).
 
-    ``field_codes`` gives some fields their own code (``expected_revision`` ->
-    ``invalid_expected_revision``).
+    ``field_errors`` gives some fields their own error (``expected_revision`` ->
+    :class:`~store.errors.InvalidExpectedRevision`).
     """
     try:
         return model.model_validate(body)
@@ -154,8 +158,8 @@ def parse_model(
         first = exc.errors()[0]
         location = ".".join(str(part) for part in first["loc"]) or "body"
         field = str(first["loc"][0]) if first["loc"] else ""
-        chosen = (field_codes or {}).get(field, code)
-        raise InvalidArgument(f"{location}: {first['msg']}", code=chosen) from None
+        chosen = (field_errors or {}).get(field, error)
+        raise chosen(f"{location}: {first['msg']}") from None
 
 
 def query_text(request: Request, name: str, *, limit: int = 1000) -> str | None:

@@ -27,7 +27,6 @@ from capabilities.http_api._errors import endpoint, json_response
 from capabilities.http_api._models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
 from capabilities.http_api._state import ApiState, api_state, operator_api
 from store.errors import (
-    InvalidArgument,
     InvalidExpectedRevision,
     InvalidMemory,
     InvalidMemoryTarget,
@@ -69,7 +68,7 @@ async def create_memory(request: Request) -> Response:
     """``POST /memories``: record a new entry."""
     ctx = await mutation_context(request)
     api = api_state(request)
-    body = parse_model(MemoryCreate, ctx.body, code=InvalidMemory.code)
+    body = parse_model(MemoryCreate, ctx.body, error=InvalidMemory)
     return await _commit(api, api.store.memory_admin.create, body.fields(), actor=ctx.actor, claim=ctx.claim)
 
 
@@ -89,8 +88,8 @@ async def create_revision(request: Request) -> Response:
     parse_model(
         RevisionCreate,
         ctx.body,
-        code=InvalidRevision.code,
-        field_codes={"expected_revision": InvalidExpectedRevision.code},
+        error=InvalidRevision,
+        field_errors={"expected_revision": InvalidExpectedRevision},
     )
     return await _commit(
         api,
@@ -145,7 +144,7 @@ def _target(request: Request) -> str:
 async def _merge(request: Request, *, legacy: bool) -> Response:
     ctx = await mutation_context(request)
     api = api_state(request)
-    parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
+    parse_model(EmptyBody, ctx.body)
     admin = api.store.memory_admin
     merge = admin.merge_legacy if legacy else admin.merge
     memory_id = request.path_params["memory_id"]
@@ -172,7 +171,7 @@ class MemoryAction:
         """Apply the action to the entry."""
         ctx = await mutation_context(request)
         api = api_state(request)
-        parse_model(EmptyBody, ctx.body, code=InvalidArgument.code)
+        parse_model(EmptyBody, ctx.body)
         admin = api.store.memory_admin
         memory_id = request.path_params["memory_id"]
         return await _commit(api, admin.act, memory_id, self.action, actor=ctx.actor, claim=ctx.claim)
@@ -182,7 +181,7 @@ async def resynthesize(request: Request) -> Response:
     """``POST /memories/{memory_id}/resynthesize``: ask for the entry to be resynthesised."""
     ctx = await mutation_context(request)
     api = api_state(request)
-    body = parse_model(ResynthesisCreate, ctx.body, code=InvalidArgument.code)
+    body = parse_model(ResynthesisCreate, ctx.body)
     return await _commit(
         api,
         api.store.memory_admin.request_resynthesis,

@@ -91,7 +91,7 @@ async def test_a_tool_without_a_policy_entry_is_denied_and_unlisted(services: Se
     world = build_world(store)
     for principal in (local_operator(), world.principal):
         outcome = await call_tool(services, registry, principal, ROGUE.name, {})
-        assert outcome.error is not None and outcome.error.instance_code == "forbidden"
+        assert outcome.error is not None and outcome.error.code == "forbidden"
         server = RoundtableMCPServer(services, registry)
         token = current_principal.set(principal)
         try:
@@ -105,7 +105,7 @@ async def test_a_tool_without_a_policy_entry_is_denied_and_unlisted(services: Se
 async def test_an_unknown_caller_gets_nothing(services: Services, registry: ToolRegistry) -> None:
     for name in registry.names():
         outcome = await call_tool(services, registry, None, name, {})
-        assert outcome.error is not None and outcome.error.instance_code == "forbidden"
+        assert outcome.error is not None and outcome.error.code == "forbidden"
 
 
 async def test_the_oracle_is_served_exactly_the_tools_its_role_declares(

@@ -29,7 +29,7 @@ def increment(store: Store, memory_id: str, actor: str) -> tuple[int, int]:
                 memory_id, {"body_md": f"{actor} {attempt}", "expected_revision": current}, actor=actor
             )
         except Conflict as exc:
-            if exc.instance_code != "memory_revision_conflict":
+            if exc.code != "memory_revision_conflict":
                 raise
             continue
         return int(done.body["revision"]["revision"]), attempt

@@ -91,9 +91,9 @@ def test_every_tool_answers_junk_with_a_structured_error_and_no_change(
         text = json.dumps(outcome.body(), default=str)
         assert "Traceback" not in text
         if outcome.error is not None:
-            if outcome.error.instance_code == "internal":
+            if outcome.error.code == "internal":
                 reliability.server_errors += 1
-            assert outcome.error.instance_code != "internal", (tool, arguments, outcome.error.to_dict())
+            assert outcome.error.code != "internal", (tool, arguments, outcome.error.to_dict())
             assert project_snapshot(store.paths) == before, (tool, arguments, outcome.error.to_dict())
 
     check()
@@ -198,7 +198,7 @@ def test_patches_with_hostile_entries_are_refused_through_the_tool_with_no_chang
         )
         reliability.fuzz["mcp proposal.create (hostile patches)"] += 1
         assert outcome.error is not None, name
-        assert outcome.error.instance_code == "invalid_argument", (name, outcome.error.to_dict())
+        assert outcome.error.code == "invalid_argument", (name, outcome.error.to_dict())
         assert project_snapshot(store.paths) == before, name
 
 

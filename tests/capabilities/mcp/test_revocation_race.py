@@ -35,5 +35,5 @@ async def test_writes_after_revocation_are_refused(
     before = project_snapshot(store.paths)
     outcome = await call_tool(Services(store=store), build_registry(), principal, tool, arguments)
     assert outcome.error is not None
-    assert outcome.error.instance_code == "unauthenticated"
+    assert outcome.error.code == "unauthenticated"
     assert project_snapshot(store.paths) == before

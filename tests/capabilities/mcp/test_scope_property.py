@@ -135,7 +135,7 @@ def test_foreign_arguments_are_always_forbidden_and_change_nothing(
     def refused(arguments: dict[str, Any]) -> None:
         outcome = portal.call(call_tool, services, registry, world.principal, tool, arguments)
         assert outcome.error is not None, (arguments, outcome.result)
-        assert outcome.error.instance_code == "forbidden", (arguments, outcome.error.to_dict())
+        assert outcome.error.code == "forbidden", (arguments, outcome.error.to_dict())
         assert project_snapshot(store.paths) == before, arguments
 
     refused()

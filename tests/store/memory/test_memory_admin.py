@@ -83,7 +83,7 @@ def test_create_refuses_bad_input_and_changes_nothing(store: Store, field: str, 
     before = counts(store)
     with pytest.raises(InvalidArgument) as caught:
         create(store, **{field: value})
-    assert caught.value.instance_code == "invalid_memory"
+    assert caught.value.code == "invalid_memory"
     assert counts(store) == before
 
 
@@ -251,16 +251,16 @@ def test_revision_errors(store: Store) -> None:
     memory = create(store)
     with pytest.raises(InvalidArgument) as blank:
         store.memory_admin.revise(memory["id"], {"body_md": " ", "expected_revision": 1}, actor="a")
-    assert blank.value.instance_code == "invalid_revision"
+    assert blank.value.code == "invalid_revision"
     with pytest.raises(InvalidArgument) as bad:
         store.memory_admin.revise(memory["id"], {"body_md": "x", "expected_revision": 0}, actor="a")
-    assert bad.value.instance_code == "invalid_expected_revision"
+    assert bad.value.code == "invalid_expected_revision"
     with pytest.raises(Conflict) as stale:
         store.memory_admin.revise(memory["id"], {"body_md": "x", "expected_revision": 2}, actor="a")
-    assert stale.value.instance_code == "memory_revision_conflict"
+    assert stale.value.code == "memory_revision_conflict"
     with pytest.raises(NotFound) as missing:
         store.memory_admin.revise("M-nope", {"body_md": "x", "expected_revision": 1}, actor="a")
-    assert missing.value.instance_code == "memory_not_found"
+    assert missing.value.code == "memory_not_found"
 
 
 def test_fix_expected_revision_is_enforced_by_the_update_statement(store: Store) -> None:
@@ -297,7 +297,7 @@ def test_concurrent_revisions_with_the_same_expectation_let_exactly_one_through(
             )
             outcomes.append("ok")
         except Conflict as exc:
-            outcomes.append(exc.instance_code)
+            outcomes.append(exc.code)
 
     threads = [threading.Thread(target=attempt, args=(n,)) for n in range(8)]
     for thread in threads:
@@ -330,7 +330,7 @@ def test_fix_diff_is_a_real_unified_diff(store: Store) -> None:
     for label in ("9", "0", "abc", "-1", "latest!"):
         with pytest.raises(NotFound) as caught:
             store.memory_admin.diff(memory["id"], label, "latest")
-        assert caught.value.instance_code == "revision_not_found"
+        assert caught.value.code == "revision_not_found"
 
 
 # -- aliases, source chains, merges --------------------------------------------------------------
@@ -365,7 +365,7 @@ def test_fix_graph_resolves_the_canonical_chain_and_detects_cycles(store: Store)
     assert looped["canonical_id"] is None
     with pytest.raises(Conflict) as caught:
         store.memory_admin.get(a, follow_aliases=True)
-    assert caught.value.instance_code == "memory_alias_cycle"
+    assert caught.value.code == "memory_alias_cycle"
 
 
 def test_fix_source_chain_follows_memory_sources_and_marks_missing(store: Store) -> None:
@@ -418,13 +418,13 @@ def test_fix_merge_writes_revision_one_edges_and_aliases(store: Store) -> None:
         assert store.memory_admin.get(old, follow_aliases=True)["memory"]["id"] == merged["id"]
     with pytest.raises(Conflict) as again:
         store.memory_admin.merge(source["id"], merged["id"], actor="alice")
-    assert again.value.instance_code == "memory_merge_conflict"
+    assert again.value.code == "memory_merge_conflict"
     with pytest.raises(Conflict) as itself:
         store.memory_admin.merge(merged["id"], merged["id"], actor="alice")
-    assert itself.value.instance_code == "memory_merge_conflict"
+    assert itself.value.code == "memory_merge_conflict"
     with pytest.raises(NotFound) as unknown:
         store.memory_admin.merge(merged["id"], "M-none", actor="alice")
-    assert unknown.value.instance_code == "memory_target_not_found"
+    assert unknown.value.code == "memory_target_not_found"
 
 
 def test_fix_merge_refuses_inputs_whose_aliases_would_cycle(store: Store) -> None:
@@ -433,7 +433,7 @@ def test_fix_merge_refuses_inputs_whose_aliases_would_cycle(store: Store) -> Non
     before = counts(store)
     with pytest.raises(Conflict) as caught:
         store.memory_admin.merge(a, b, actor="alice")
-    assert caught.value.instance_code == "memory_merge_conflict"
+    assert caught.value.code == "memory_merge_conflict"
     assert counts(store) == before
 
 
@@ -444,7 +444,7 @@ def test_merge_legacy(store: Store) -> None:
     assert answer["memory"]["provenance"]["merged_into"] == target
     with pytest.raises(NotFound) as missing:
         store.memory_admin.merge_legacy(target, "M-none", actor="alice")
-    assert missing.value.instance_code == "memory_target_not_found"
+    assert missing.value.code == "memory_target_not_found"
     with pytest.raises(Conflict):
         store.memory_admin.merge_legacy(source, target, actor="alice")
 
@@ -465,7 +465,7 @@ def test_fix_state_actions_follow_the_permitted_prior_state_table(store: Store) 
         before = counts(store)
         with pytest.raises(Conflict) as caught:
             admin.act(memory_id, action, actor="alice")
-        assert caught.value.instance_code == "memory_update_conflict"
+        assert caught.value.code == "memory_update_conflict"
         assert counts(store) == before
 
     refused("unpin")
@@ -486,7 +486,7 @@ def test_fix_state_actions_follow_the_permitted_prior_state_table(store: Store) 
     refused("archive")
     with pytest.raises(InvalidArgument) as unknown:
         admin.act(memory_id, "explode", actor="alice")
-    assert unknown.value.instance_code == "invalid_memory_action"
+    assert unknown.value.code == "invalid_memory_action"
 
 
 # -- resynthesis ---------------------------------------------------------------------------------
@@ -501,7 +501,7 @@ def test_fix_resynthesis_requests_are_fulfilled(store: Store) -> None:
     assert answer["memory"]["resynthesis_status"] == "requested"
     with pytest.raises(Conflict) as twice:
         store.memory_admin.request_resynthesis(memory["id"], actor="alice")
-    assert twice.value.instance_code == "memory_resynthesis_conflict"
+    assert twice.value.code == "memory_resynthesis_conflict"
     assert store.memory_admin.pending_resynthesis() == [request_id]
     done = store.memory_admin.fulfil_resynthesis(request_id, lexical_resynthesis, provider="lexical")
     assert (done["status"], done["result_revision"], done["provider"]) == ("completed", 2, "lexical")
@@ -596,7 +596,7 @@ def test_idempotency_claims_replay_and_conflict(store: Store) -> None:
         store.memory_admin.create(
             body, actor="alice", claim=IdempotencyClaim("alice", "k1", "POST /memories", "h2")
         )
-    assert caught.value.instance_code == "conflict"
+    assert caught.value.code == "conflict"
     # Keys are per actor: bob's k1 is another key.
     assert not store.memory_admin.create(
         body, actor="bob", claim=IdempotencyClaim("bob", "k1", "POST /memories", "h2")
