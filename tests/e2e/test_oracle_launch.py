@@ -44,7 +44,7 @@ async def test_lexical_oracle_warns_citing_the_decision(
     before_status = store.proposals.get(scene.proposal_id)["status"]
     async with Supervisor(store) as supervisor:
         with anyio.fail_after(120):
-            result = await supervisor.launch_role("memory_oracle", scene.proposal_id)
+            result = await supervisor.launch_role("memory_oracle", scene.proposal_id, provider="lexical")
 
     assert result.launch.status is LaunchStatus.EXITED, result.launch.to_dict(with_log=True)
     assert result.launch.exit_code == 0

@@ -32,7 +32,7 @@ def test_default_config_has_every_contract_key(project: ProjectPaths) -> None:
     for key in (
         "[roles.memory_oracle]",
         "image = ",
-        'provider = "lexical"',
+        'provider = "judge"',  # the judging provider is the default; "lexical" stays selectable
         "timeout_seconds = 300",
         'memory_limit = "512m"',
         "cpus = 1.0",
