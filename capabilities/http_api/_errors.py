@@ -80,6 +80,9 @@ def endpoint(handler: Handler) -> Handler:
     async def wrapped(request: Request) -> Response:
         try:
             return await handler(request)
+        except InternalError as exc:  # a failure, not a refusal: the log keeps the chained cause
+            _log.exception("http.failed", path=request.url.path, method=request.method)
+            return error_response(exc)
         except RoundtableError as exc:
             return error_response(exc)
         except Exception:  # the boundary: log the traceback, answer without it

@@ -63,6 +63,10 @@ async def call_tool(
             raise InvalidArgument("arguments must be an object")
         args = spec.parse(arguments)
         result = await spec.handler(ToolCall(services=services, principal=principal, args=args))
+    except InternalError as exc:
+        # Ours, but a failure rather than a refusal: the operator needs the chained cause.
+        log.exception("tool.failed", code=exc.code)
+        return ToolOutcome(None, exc)
     except RoundtableError as exc:
         log.info("tool.refused", code=exc.code)
         return ToolOutcome(None, exc)

@@ -53,9 +53,11 @@ def translate_sqlite_error(exc: sqlite3.Error) -> RoundtableError:
     """Our error for a ``sqlite3`` error that reached the database boundary (the caller chains it)."""
     if is_busy_error(exc):
         return StoreBusy("the database stayed locked by another process; nothing was changed, try again")
+    # The caller may be an untrusted role container: the message names no table, column or SQL
+    # (the sqlite3 error stays chained as ``__cause__``, and the boundaries log it).
     if isinstance(exc, sqlite3.IntegrityError):
-        return Conflict(f"the change conflicts with stored data ({exc})")
-    return InternalError(f"the database failed ({type(exc).__name__}: {exc})")
+        return Conflict("the change conflicts with stored data; nothing was changed")
+    return InternalError("the database failed; nothing was changed, see the server log")
 
 
 class Database:
@@ -144,8 +146,14 @@ class Database:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-        else:
+        try:
             conn.execute("COMMIT")
+        except BaseException:
+            # A failed COMMIT (a deferred constraint, an I/O error) leaves the transaction open and
+            # the write lock held: end it, or every later write on this thread fails.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction; commit, or roll back on any error.

@@ -3,10 +3,13 @@ that change nothing (database and patches tree compared before and after)."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from enum import StrEnum
 from typing import Any, get_args
 
 import pytest
+import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -354,3 +357,20 @@ async def test_fuzzed_arguments_get_structured_errors_only(
     if "error" in body:
         assert body["error"]["code"] != "internal", body
         assert project_snapshot(services.store.paths) == before
+
+
+async def test_a_database_failure_tells_the_caller_nothing_of_the_schema(
+    services: Services, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A role container is a caller too: a failing read answers `internal` with a fixed message,
+    # while the operator's log keeps the sqlite3 error with its traceback.
+    def broken(*args: object, **kwargs: object) -> object:
+        raise sqlite3.OperationalError("no such table: secret_schema_detail")
+
+    monkeypatch.setattr(services.store.tasks, "list", broken)
+    with structlog.testing.capture_logs() as logged:
+        body = await _call(services, registry, "task.list", {})
+    assert body["error"]["code"] == "internal"
+    assert "secret_schema_detail" not in json.dumps(body)
+    failed = [line for line in logged if line["event"] == "tool.failed"]
+    assert failed and failed[0]["log_level"] == "error" and failed[0].get("exc_info")

@@ -12,6 +12,7 @@ import pytest
 from store import NotInitialized, ProjectPaths, find_project_root, init_project, open_store
 from store.db._connection import Database
 from store.db._migrations import apply_migrations, load_migrations
+from store.errors import Conflict
 
 
 def test_init_creates_layout_and_is_idempotent(tmp_path: Path) -> None:
@@ -129,3 +130,26 @@ def test_two_processes_migrating_at_once_do_not_both_migrate(tmp_path: Path) -> 
     assert rows and all(count == 1 for _, count in rows)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
+
+
+def test_a_failed_commit_releases_the_write_lock(tmp_path: Path) -> None:
+    # A deferred foreign key fails at COMMIT, after the body ran: the transaction must still end,
+    # or every later write on this thread, and every other writer, would find the database locked.
+    db = Database(tmp_path / "x.db", busy_timeout_ms=200)
+    db.write(lambda c: c.execute("CREATE TABLE a (id INTEGER PRIMARY KEY)"))
+    db.write(
+        lambda c: c.execute(
+            "CREATE TABLE b (id INTEGER PRIMARY KEY,"
+            " a INTEGER REFERENCES a(id) DEFERRABLE INITIALLY DEFERRED)"
+        )
+    )
+    with pytest.raises(Conflict):
+        db.write(lambda c: c.execute("INSERT INTO b VALUES (1, 99)"))
+    assert not db.connection().in_transaction
+    db.write(lambda c: c.execute("INSERT INTO a VALUES (1)"))  # this thread can write again
+    other = sqlite3.connect(tmp_path / "x.db", timeout=0.2)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # and so can another connection
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
