@@ -11,7 +11,7 @@ from pathlib import Path
 
 from store._oracle import MAX_CITATIONS, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
-from store._text import TEXT_PATTERN
+from store._text import TEXT_PATTERN, parse_decimal
 from store.access import ConsoleSessions, GrantRecord, GrantStore
 from store.config import ProjectConfig, package_version
 from store.db import Database, apply_migrations
@@ -86,6 +86,7 @@ __all__ = [
     "list_events",
     "open_store",
     "package_version",
+    "parse_decimal",
     "patch_relative_path",
 ]
 

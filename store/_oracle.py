@@ -23,6 +23,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from store._text import check_int, check_text
 from store.access import PROJECT_SCOPE, GrantRecord, require_live_grant
 from store.config import ProjectConfig
 from store.db import Database
@@ -143,13 +144,8 @@ def current_patch(conn: sqlite3.Connection, binding: GrantRecord) -> PatchVersio
 
 
 def _check_message(message_md: object) -> str:
-    if not isinstance(message_md, str) or not message_md.strip():
-        raise InvalidArgument("message_md must be a nonblank string")
-    if len(message_md) > MAX_WARNING_CHARS:
-        raise InvalidArgument(f"message_md is longer than {MAX_WARNING_CHARS} characters")
-    if "\x00" in message_md:
-        raise InvalidArgument("message_md must not contain NUL characters")
-    return message_md
+    # The store's one text rule: a warning reaches terminals and the console like any other text.
+    return check_text("message_md", message_md, limit=MAX_WARNING_CHARS)
 
 
 def _check_citations(memory_ids: object, event_ids: object) -> tuple[list[str], list[int]]:
@@ -162,6 +158,8 @@ def _check_citations(memory_ids: object, event_ids: object) -> tuple[list[str], 
         isinstance(item, int) and not isinstance(item, bool) for item in events
     ):
         raise InvalidCitation("cited_event_ids must be integers")
+    for index, item in enumerate(events):  # an ID SQLite cannot hold is a malformed argument
+        check_int(f"cited_event_ids[{index}]", item, minimum=1)
     memories = list(dict.fromkeys(memory_ids))  # a repeated citation says nothing more
     cited_events = list(dict.fromkeys(events))
     if len(memories) > MAX_CITATIONS or len(cited_events) > MAX_CITATIONS:

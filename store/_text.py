@@ -4,6 +4,8 @@
   unpaired surrogate, which SQLite cannot store), and free of NUL and the C0/DEL control
   characters other than tab, newline and carriage return. Control characters are refused rather
   than stored because they reach terminals and the console (cursor moves, screen clears).
+- :func:`check_int`: an integer (never a bool) within bounds that default to SQLite's 64-bit range.
+- :func:`parse_decimal`: digits from a header, a form or a path, ASCII only (not ``str.isdigit``).
 - :func:`check_label`: an ID or a name: a letter or digit, then letters, digits, ``.``, ``_``,
   ``:``, ``-``, at most :data:`MAX_LABEL_CHARS` in all. Shapes are checked with
   :func:`re.fullmatch`: ``re.match(r"^...$")`` would accept a trailing newline, and ``"M-1\\n"``
@@ -19,17 +21,31 @@ import re
 
 from store.errors import InvalidArgument
 
-__all__ = ["MAX_LABEL_CHARS", "TEXT_PATTERN", "check_label", "check_text", "is_label"]
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_LABEL_CHARS",
+    "TEXT_PATTERN",
+    "check_int",
+    "check_label",
+    "check_text",
+    "is_label",
+    "parse_decimal",
+]
 
 MAX_LABEL_CHARS = 200
 """The longest ID, agent name, scope label or token name."""
 
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+"""What SQLite can store: a larger integer would fail in the driver (an ``OverflowError``)."""
 _CONTROL_CLASS = r"\x00-\x08\x0b\x0c\x0e-\x1f\x7f"
 _CONTROL = re.compile(f"[{_CONTROL_CLASS}]")
 
 TEXT_PATTERN = f"^[^{_CONTROL_CLASS}]*$"
 """The rule of :func:`check_text` as a JSON Schema ``pattern``, for the API documents that advertise it."""
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+_DECIMAL = re.compile(r"[0-9]{1,18}")
 
 
 def check_text(
@@ -75,3 +91,34 @@ def check_label(
             f"{name} may hold only letters, digits, '.', '_', ':' and '-', starting with a letter or digit"
         )
     return text
+
+
+def check_int(
+    name: str,
+    value: object,
+    *,
+    default: int | None = None,
+    minimum: int = INT64_MIN,
+    maximum: int = INT64_MAX,
+    error: type[InvalidArgument] = InvalidArgument,
+) -> int:
+    """``value`` as an integer from ``minimum`` to ``maximum``; ``default`` when absent, if given.
+
+    ``True`` is not an integer here, and nothing beyond SQLite's 64-bit range gets through.
+    """
+    if value is None and default is not None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise error(f"{name} must be an integer")
+    if not minimum <= value <= maximum:
+        raise error(f"{name} must be an integer from {minimum} to {maximum}")
+    return value
+
+
+def parse_decimal(text: str) -> int | None:
+    """``text`` as a non-negative integer if it is 1 to 18 ASCII digits, else ``None``.
+
+    ``str.isdigit`` is not this: it accepts ``"²"`` and ``"①"``, on which ``int`` then fails.
+    Eighteen digits always fit SQLite's 64-bit integers.
+    """
+    return int(text) if _DECIMAL.fullmatch(text) else None

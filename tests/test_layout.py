@@ -193,3 +193,41 @@ def test_the_scan_sees_every_kind_of_import() -> None:
     ]
     assert [ref.line for ref in refs] == [1, 2, 3, 5, 6]
     assert not _allowed(refs[3]) and not _allowed(refs[4]) and _allowed(refs[0])
+
+
+_REGEX_CALLS = frozenset({"compile", "match", "search", "fullmatch"})
+
+
+def _anchored_patterns(path: Path) -> Iterator[str]:
+    """``re.compile("^...$")``-style literals: whole-string checks that ``.match`` would let a
+    trailing newline through (``$`` matches before a final ``\\n``)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr not in _REGEX_CALLS or not isinstance(node.func.value, ast.Name):
+            continue
+        if node.func.value.id != "re" or not node.args:
+            continue
+        first = node.args[0]
+        text = first.value if isinstance(first, ast.Constant) else None
+        if isinstance(text, str) and text.startswith("^") and text.endswith("$"):
+            yield f"{path.relative_to(REPO)}:{node.lineno} {text!r}"
+
+
+def test_whole_string_shapes_use_fullmatch() -> None:
+    found = [hit for path in production_modules() for hit in _anchored_patterns(path)]
+    assert not found, "use re.fullmatch without ^...$ (a trailing newline passes .match):\n" + "\n".join(
+        found
+    )
+
+
+def test_numbers_from_text_are_not_read_with_isdigit() -> None:
+    # str.isdigit accepts "²" and "①", on which int() then fails: store.parse_decimal is the one way.
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in production_modules()
+        if not path.is_relative_to(REPO / "roles")  # the lexical baseline skips number-like words
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if ".isdigit()" in line
+    ]
+    assert not found, "use store.parse_decimal:\n" + "\n".join(found)

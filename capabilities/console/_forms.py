@@ -21,6 +21,7 @@ from capabilities.console._session import (
     set_cookie,
 )
 from capabilities.http_api import ApiState, api_state
+from store import parse_decimal
 from store.access import DEFAULT_SESSION_SECONDS, ConsoleSession
 from store.errors import RoundtableError
 
@@ -62,7 +63,7 @@ async def memory_revise(request: Request, session: ConsoleSession) -> Response:
         "body_md": form.get("body_md", "").replace("\r\n", "\n"),
         "title": form.get("title", ""),
         "reason": form.get("reason", ""),
-        "expected_revision": int(expected) if expected.isdigit() else 0,
+        "expected_revision": parse_decimal(expected) or 0,
     }
     await api.run(api.store.memory_admin.revise, memory_id, fields, actor=session.name)
     return _curated(api, memory_id, "revised")

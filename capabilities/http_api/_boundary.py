@@ -42,7 +42,7 @@ __all__ = [
 ACTOR_HEADER = "x-actor-id"
 IDEMPOTENCY_HEADER = "idempotency-key"
 MAX_BODY_BYTES = 1024 * 1024
-_KEY_SHAPE = re.compile(r"^[\x21-\x7e]{1,200}$")
+_KEY_SHAPE = re.compile(r"[\x21-\x7e]{1,200}")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -129,7 +129,7 @@ async def mutation_context(request: Request) -> MutationContext:
     key = request.headers.get(IDEMPOTENCY_HEADER)
     claim = None
     if key is not None:
-        if not _KEY_SHAPE.match(key):
+        if not _KEY_SHAPE.fullmatch(key):
             raise InvalidArgument("Idempotency-Key must be 1-200 visible ASCII characters")
         claim = IdempotencyClaim(
             actor=principal.name,

@@ -32,7 +32,7 @@ from starlette.types import Receive, Scope, Send
 from capabilities.http_api._boundary import query_int, query_text
 from capabilities.http_api._errors import error_response
 from capabilities.http_api._state import api_state
-from store import Store
+from store import Store, parse_decimal
 from store.errors import InvalidArgument, RoundtableError
 from store.events import Event
 
@@ -216,9 +216,9 @@ class EventStreamEndpoint:
         after = query_int(request, "after")
         header = request.headers.get("last-event-id")
         if header is not None and header.strip():
-            if not header.strip().isdigit() or len(header.strip()) > 19:
+            after = parse_decimal(header.strip())
+            if after is None:
                 raise InvalidArgument("Last-Event-ID must be an event ID")
-            after = int(header.strip())
         if after is not None and after < 0:
             raise InvalidArgument("after must be a non-negative event ID")
         return after

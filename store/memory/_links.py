@@ -19,6 +19,7 @@ import sqlite3
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
+from store._text import parse_decimal
 from store.errors import InvalidArgument, InvalidMemoryTarget, MemoryMergeConflict, MemoryTargetNotFound
 from store.memory._entry import parse_json_column
 from store.memory._new_entry import NewEntry
@@ -104,9 +105,10 @@ def _source_exists(conn: sqlite3.Connection, source_type: str, source_id: str) -
     name, column = table
     key: object = source_id
     if name == "events":
-        if not source_id.isdigit():
+        number = parse_decimal(source_id)
+        if number is None:
             return False
-        key = int(source_id)
+        key = number
     try:
         return conn.execute(f"SELECT 1 FROM {name} WHERE {column} = ?", (key,)).fetchone() is not None
     except sqlite3.OperationalError:  # the table's migration is not applied in this database

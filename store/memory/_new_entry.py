@@ -25,13 +25,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from store._text import MAX_LABEL_CHARS, check_label, check_text
+from store._text import INT64_MAX, MAX_LABEL_CHARS, check_int, check_label, check_text
 from store.errors import InvalidArgument, InvalidMemory
 from store.memory._redaction import redact, redact_json
 
 __all__ = [
     "HTTP_CREATE",
-    "INT64_MAX",
     "MAX_BODY_CHARS",
     "MAX_PROVENANCE_BYTES",
     "MAX_SOURCES",
@@ -49,9 +48,6 @@ MAX_BODY_CHARS = 200_000
 MAX_TAGS = 100
 MAX_SOURCES = 100
 MAX_PROVENANCE_BYTES = 64 * 1024
-INT64_MAX = 2**63 - 1
-"""The largest integer SQLite stores (``-INT64_MAX`` is the smallest a caller may give)."""
-
 _CORE = frozenset({"scope", "kind", "title", "body_md", "source_event_id", "importance"})
 
 Source = tuple[str, str, str]
@@ -122,7 +118,9 @@ class NewEntry:
             return check_text(name, fields.get(name), limit=limit, error=error)
 
         provenance = _provenance(fields.get("provenance"), error)
-        importance = check_int("importance", fields.get("importance"), 50, error=error)
+        importance = check_int(
+            "importance", fields.get("importance"), default=50, minimum=-INT64_MAX, error=error
+        )
         memory_id, status = fields.get("memory_id"), fields.get("status")
         return cls(
             id=None if memory_id in (None, "") else check_label("memory_id", memory_id, error=error),
@@ -131,7 +129,9 @@ class NewEntry:
             title=scrub(text("title", MAX_TITLE_CHARS)),
             body_md=scrub(text("body_md", MAX_BODY_CHARS)),
             status="active" if status is None else text("status", MAX_LABEL_CHARS),
-            source_event_id=check_int("source_event_id", fields.get("source_event_id"), 0, 0, error=error),
+            source_event_id=check_int(
+                "source_event_id", fields.get("source_event_id"), default=0, minimum=0, error=error
+            ),
             importance=50 if importance == 0 and contract.zero_importance_is_default else importance,
             tags=tuple(scrub(tag) for tag in _tags(fields.get("tags"), error)),
             provenance=redact_json(provenance) if contract.redact else provenance,
@@ -147,26 +147,6 @@ class NewEntry:
 
 def _as_given(text: str) -> str:
     return text
-
-
-def check_int(
-    name: str,
-    value: object,
-    default: int,
-    minimum: int = -INT64_MAX,
-    *,
-    error: type[InvalidArgument] = InvalidArgument,
-) -> int:
-    """An optional integer within SQLite's range and at least ``minimum``; ``default`` when absent."""
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise error(f"{name} must be an integer")
-    if not -INT64_MAX <= value <= INT64_MAX:
-        raise error(f"{name} is out of range")
-    if value < minimum:
-        raise error(f"{name} must be at least {minimum}")
-    return value
 
 
 def _unit(name: str, value: object, default: float | None, error: type[InvalidArgument]) -> float | None:

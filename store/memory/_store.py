@@ -27,13 +27,13 @@ import sqlite3
 from typing import Any
 
 from store._ids import utc_now_iso
-from store._text import MAX_LABEL_CHARS, check_label, check_text
+from store._text import INT64_MAX, MAX_LABEL_CHARS, check_int, check_label, check_text
 from store.access import require_live_grant
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument, NotFound
 from store.events import append_event
 from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
-from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry, check_int
+from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
 from store.memory._search import MemoryFilter, ranked_query, render_summary, substring_query, summary_query
 from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
@@ -91,7 +91,7 @@ class MemoryStore:
             raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
         scope_f = optional_filter("scope", scope)
         kind_f = optional_filter("kind", kind)
-        count = check_int("limit", limit, 10)
+        count = check_int("limit", limit, default=10, minimum=-INT64_MAX)
         if not isinstance(exclude_stale, bool):
             raise InvalidArgument("exclude_stale must be a boolean")
         if match not in ("substring", "ranked"):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from store._ids import new_id, utc_now, utc_now_iso
+from store._text import check_int
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, InternalError, RoundtableError
@@ -44,7 +45,7 @@ from store.work._records import (
     transaction_from_row,
 )
 from store.work._rounds import close_open_round, evaluate_consensus, leave_review
-from store.work._vocabulary import ProposalStatus, check_int, check_object_id
+from store.work._vocabulary import ProposalStatus, check_object_id
 
 __all__ = ["WorkspaceStore"]
 

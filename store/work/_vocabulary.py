@@ -15,13 +15,11 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeVar
 
-from store._text import check_label, check_text
+from store._text import check_int, check_label, check_text
 from store.errors import InvalidArgument
 
 __all__ = [
     "ADVISORY_ROLE",
-    "INT64_MAX",
-    "INT64_MIN",
     "MAX_BODY_CHARS",
     "MAX_LIST_ITEMS",
     "MAX_TITLE_CHARS",
@@ -41,7 +39,6 @@ __all__ = [
     "VoteWord",
     "check_agent_id",
     "check_choice",
-    "check_int",
     "check_object_id",
     "check_text",
     "check_text_list",
@@ -53,8 +50,6 @@ MAX_TITLE_CHARS = 1_000
 MAX_BODY_CHARS = 200_000
 MAX_LIST_ITEMS = 200
 
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 """The range of an SQLite integer: a larger Python int cannot be bound to a query at all."""
 
 
@@ -182,13 +177,6 @@ def check_choice(name: str, value: object, choices: type[_E]) -> _E:
             if member.value == value:
                 return member
     raise InvalidArgument(f"{name} must be one of: {', '.join(choices)}")
-
-
-def check_int(name: str, value: object, *, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> int:
-    """An integer argument from ``minimum`` to ``maximum`` (by default what SQLite can hold)."""
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise InvalidArgument(f"{name} must be an integer from {minimum} to {maximum}")
-    return value
 
 
 def check_text_list(name: str, value: object, *, limit: int = MAX_TITLE_CHARS) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from store._ids import new_id, utc_now_iso
 from store._rows import as_dict
+from store._text import check_int
 from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, Forbidden, InvalidArgument
@@ -41,7 +42,6 @@ from store.work._vocabulary import (
     Vote,
     check_agent_id,
     check_choice,
-    check_int,
     check_object_id,
     check_text,
 )

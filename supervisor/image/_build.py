@@ -256,7 +256,7 @@ def _git_revision(root: Path) -> str:
     return rev if proc.returncode == 0 and rev else "unknown"
 
 
-_STEP = re.compile(r"^Step (\d+/\d+) : (.*)$")
+_STEP = re.compile(r"Step (\d+/\d+) : (.*)")
 
 
 def _docker_build(
@@ -281,7 +281,7 @@ def _docker_build(
                 error = str(chunk["error"]).strip()
                 continue
             for line in str(chunk.get("stream") or chunk.get("status") or "").splitlines():
-                match = _STEP.match(line.strip())
+                match = _STEP.fullmatch(line.strip())
                 if match:
                     progress(f"image: step {match[1]} {match[2][:100]}")
                 elif line.strip():
@@ -315,7 +315,7 @@ def _prune_leftovers(client: Any, progress: Progress) -> None:
 
 def _parse_docker_time(value: str) -> datetime:
     """Parse Docker's RFC 3339 timestamps, which carry nanoseconds Python does not accept."""
-    match = re.match(r"^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$", value)
+    match = re.fullmatch(r"(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)", value)
     if match is None:
         raise ImageBuildError(f"unexpected timestamp from docker inspect: {value!r}")
     fraction = (match[2] or "0")[:6].ljust(6, "0")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 __all__ = ["OwnerLock", "live_owners"]
 
-_NAME = re.compile(r"^[0-9]+-[0-9a-f]{8}$")
+_NAME = re.compile(r"[0-9]+-[0-9a-f]{8}")
 
 
 class OwnerLock:
@@ -56,7 +56,7 @@ def live_owners(directory: Path, names: Iterable[str]) -> set[str]:
     """The owner names among ``names`` whose lock is held by a live process."""
     alive: set[str] = set()
     for name in set(names):
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             continue
         try:
             fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)

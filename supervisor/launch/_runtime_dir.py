@@ -52,7 +52,7 @@ CONTAINER_MOUNT = "/run/roundtable"
 TOKEN_FILE = "token"  # noqa: S105 (a file name, not a secret)
 SOCKET_FILE = "mcp.sock"
 MAX_SOCKET_PATH_BYTES = 107
-_SUFFIX = re.compile(r"^[0-9a-f]{12}$")
+_SUFFIX = re.compile(r"[0-9a-f]{12}")
 _SUFFIX_LEN = 12
 
 
@@ -91,7 +91,7 @@ def _private_dir(path: Path) -> None:
 def launch_suffix(launch_id: str) -> str:
     """The short directory name of a launch: the random suffix of its ``L-...`` id."""
     tail = launch_id.rsplit("-", 1)[-1]
-    if not _SUFFIX.match(tail):
+    if not _SUFFIX.fullmatch(tail):
         raise InvalidArgument(f"{launch_id!r} is not a launch id")
     return tail
 
@@ -172,7 +172,7 @@ class RuntimeRoot:
     """The runtime directories of one supervisor (see the module docstring for the layout)."""
 
     def __init__(self, supervisor_id: str, *, base: Path | None = None):
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", supervisor_id):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", supervisor_id):
             raise InvalidArgument(f"supervisor id {supervisor_id!r} is not a plain name")
         self.base = Path(base) if base is not None else default_runtime_base()
         if not self.base.is_absolute():

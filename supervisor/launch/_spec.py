@@ -55,10 +55,10 @@ LABEL_ROLE = "roundtable.role"
 # role cannot fill the host's disk in the meantime.
 LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}}
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Secrets reach a container only as the token file: refuse environment names that look like one.
 _SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api_?key|credential|private_?key)")
-_MEMORY = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
+_MEMORY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -67,7 +67,7 @@ def parse_memory(text: str | int) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
-        match = _MEMORY.match(str(text))
+        match = _MEMORY.fullmatch(str(text))
         if match is None:
             raise InvalidArgument(f"memory limit {text!r} is not a size like 512m or 1g")
         value = int(float(match[1]) * _UNITS[match[2].lower()])
@@ -157,7 +157,7 @@ class LaunchSpec:
             if not isinstance(arg, str) or "\x00" in arg:
                 raise InvalidArgument("command and entrypoint arguments must be strings without NUL")
         for key, value in self.environment.items():
-            if not _ENV_NAME.match(key) or not isinstance(value, str) or "\x00" in value:
+            if not _ENV_NAME.fullmatch(key) or not isinstance(value, str) or "\x00" in value:
                 raise InvalidArgument(f"environment variable {key!r} is not a plain NAME=value")
             if _SECRET_NAME.search(key):
                 raise InvalidArgument(

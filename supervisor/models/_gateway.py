@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from store import parse_decimal
 from store.config import OpenAIProviderConfig
 
 __all__ = ["GATEWAY_PATH", "ModelGateway", "ModelUsage"]
@@ -174,8 +175,10 @@ class ModelGateway:
 async def _read_bounded(request: Request) -> bytes | None:
     """The request body, or ``None`` once it passes the limit (read no further than that)."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > _MAX_REQUEST_BYTES):
-        return None
+    if declared is not None:
+        size = parse_decimal(declared)
+        if size is None or size > _MAX_REQUEST_BYTES:
+            return None
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():

@@ -19,7 +19,7 @@ __all__ = [
 ]
 
 _ITEM = re.compile(r"^(\s*)-\s+name\s*:\s*\S+")
-_JOB = re.compile(r"^(\s+)([\w-]+)\s*:\s*$")
+_JOB = re.compile(r"(\s+)([\w-]+)\s*:\s*")
 
 
 def _indent(text: str) -> int:
@@ -64,7 +64,7 @@ def job_without_timeout(change: FileChange) -> list[DiffLine]:
         return []
     found = []
     for index, line in enumerate(change.added):
-        match = _JOB.match(line.text)
+        match = _JOB.fullmatch(line.text)
         if not match or len(match.group(1)) > 4:
             continue
         block = _block(change.added, index, len(match.group(1)))

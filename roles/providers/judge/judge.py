@@ -40,7 +40,7 @@ _IN_TEST = 0.5
 _IN_STRING = 0.6
 _KEPT = 0.55
 _FALSY = re.compile(r"^\s*[:=]\s*[\"']?(false|0|nil|none|off|no|disabled)\b", re.IGNORECASE)
-_PATHLIKE = re.compile(r"^(\*?\.\w+|[\w.*-]+/[\w./*-]*)$")
+_PATHLIKE = re.compile(r"\*?\.\w+|[\w.*-]+/[\w./*-]*")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Finding:
 def span_regex(span: str, *, loose_call: bool = True, ignore_case: bool = False) -> re.Pattern[str] | None:
     """A regex finding code span ``span`` in a line, or None when the span is too vague to look for."""
     text = span.strip()
-    if len(text.strip("()._*")) < 3 or _PATHLIKE.match(text):
+    if len(text.strip("()._*")) < 3 or _PATHLIKE.fullmatch(text):
         return None
     tag = re.fullmatch(r"<\s*([A-Za-z][\w.-]*)\s*/?>", text)
     if tag:  # `<img>` names the element, whatever its attributes
@@ -201,13 +201,13 @@ def _required_head_evidence(
 
 
 _SUBJECT = re.compile(r"(?<![\w`/.])([A-Za-z][\w]*(?:[-.][A-Za-z][\w]*)+)(?![\w`/])")
-_NOT_SUBJECT = re.compile(r"^(e\.g|i\.e|etc|vs)$|\.(ya?ml|json|toml|md|txt|sql|py|ts|go|rs|tf)$", re.I)
+_NOT_SUBJECT = re.compile(r"(e\.g|i\.e|etc|vs)|.*\.(ya?ml|json|toml|md|txt|sql|py|ts|go|rs|tf)", re.I)
 
 
 @lru_cache(maxsize=4096)
 def _subjects(clause_text: str) -> tuple[str, ...]:
     prose = re.sub(r"`[^`]*`", " ", clause_text)
-    return tuple(m for m in _SUBJECT.findall(prose) if not _NOT_SUBJECT.search(m))
+    return tuple(m for m in _SUBJECT.findall(prose) if not _NOT_SUBJECT.fullmatch(m))
 
 
 @lru_cache(maxsize=4096)

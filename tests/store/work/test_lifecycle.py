@@ -9,9 +9,10 @@ from typing import Any, cast
 import pytest
 
 from store import Store
+from store._text import INT64_MAX, INT64_MIN, check_int
 from store.errors import Conflict, InvalidArgument
 from store.work import ProposalStatus, Vote
-from store.work._vocabulary import INT64_MAX, INT64_MIN, check_choice, check_int
+from store.work._vocabulary import check_choice
 from supervisor import Supervisor
 from supervisor.docker import Launcher
 from tests.store.work_helpers import DIFF, DIFF_V2, mint_oracle_grant, new_task, seed_files
