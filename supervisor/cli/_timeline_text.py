@@ -110,7 +110,10 @@ def _wrapped(text: str) -> list[str]:
     out: list[str] = []
     for raw in text.replace("**", "").strip().splitlines():
         line = _clean(raw.expandtabs(4)).rstrip()
-        out += textwrap.wrap(line, _WRAP_WIDTH, break_on_hyphens=False, break_long_words=True) or [""]
+        body = line.lstrip()
+        hang = " " * (len(line) - len(body) + (2 if body[:2] in ("- ", "* ", "> ") else 0))
+        wrapped = textwrap.wrap(line, _WRAP_WIDTH, subsequent_indent=hang, break_on_hyphens=False)
+        out += wrapped or [""]
     return out
 
 
