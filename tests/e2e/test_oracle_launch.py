@@ -47,7 +47,6 @@ async def test_lexical_oracle_warns_citing_the_decision(
     before_status = store.proposals.get(scene.proposal_id)["status"]
     async with Supervisor(store) as supervisor:
         with anyio.fail_after(120):
-            # judge is the default provider now; this test is about lexical, so it names it.
             result = await supervisor.launch_role("memory_oracle", scene.proposal_id, provider="lexical")
 
     assert result.launch.status is LaunchStatus.EXITED, result.launch.to_dict(with_log=True)
