@@ -8,40 +8,23 @@ from typing import Any
 
 import pytest
 
-from capabilities.mcp import call_tool
 from capabilities.mcp.tools import build_registry
-from capabilities.principals import Principal
 from capabilities.services import Services
 from roles.providers.judge import run_judge
 from roles.providers.lexical import CONFIDENCE, run_lexical
 from roles.providers.openai import ToolDescription, run_openai
-from roles.tools import ToolCallError
 from store import Store
 from tests.capabilities.oracle_helpers import build_world
+from tests.roles.test_judge_provider import DispatchCaller
 
 pytestmark = pytest.mark.anyio
 
 _SQL_LINE = '    return conn.execute(f"SELECT * FROM users WHERE id = {user}")'
 
 
-@dataclass
-class _Dispatch:
-    """A ToolCaller through the same dispatch as every transport."""
-
-    services: Services
-    principal: Principal
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await call_tool(self.services, build_registry(), self.principal, tool, arguments)
-        if outcome.error is not None:
-            raise ToolCallError(tool, outcome.error.code, outcome.error.message)
-        assert outcome.result is not None
-        return outcome.result
-
-
 async def test_the_judge_passes_its_confidence_and_quoted_lines(store: Store) -> None:
     world = build_world(store)
-    report = await run_judge(_Dispatch(Services(store=store), world.principal))
+    report = await run_judge(DispatchCaller(Services(store=store), world.principal))
     payloads = [w["payload"] for w in report.warnings]
     assert payloads, "the judge should warn on raw SQL against 'No raw SQL.'"
     for payload in payloads:
@@ -52,7 +35,7 @@ async def test_the_judge_passes_its_confidence_and_quoted_lines(store: Store) ->
 
 async def test_lexical_passes_a_low_confidence_and_the_lines_it_matched(store: Store) -> None:
     world = build_world(store)
-    report = await run_lexical(_Dispatch(Services(store=store), world.principal))
+    report = await run_lexical(DispatchCaller(Services(store=store), world.principal))
     payloads = [w["payload"] for w in report.warnings]
     assert payloads
     for payload in payloads:
@@ -91,7 +74,7 @@ async def test_openai_passes_what_the_model_supplies(store: Store) -> None:
     assert spec is not None
     available = [ToolDescription(spec.name, spec.description, spec.input_schema())]
     report = await run_openai(
-        _Dispatch(Services(store=store), world.principal), gateway, available, max_turns=3
+        DispatchCaller(Services(store=store), world.principal), gateway, available, max_turns=3
     )
     [payload] = [w["payload"] for w in report.warnings]
     assert (payload["confidence"], payload["evidence"]) == (0.7, evidence)
