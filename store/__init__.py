@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from store._oracle import MAX_CITATIONS, OracleStore
+from store._oracle import MAX_CITATIONS, MAX_EVIDENCE, MAX_EVIDENCE_LINE, MAX_EVIDENCE_TEXT, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
 from store._text import TEXT_PATTERN, parse_decimal
 from store.access import ConsoleSessions, GrantRecord, GrantStore
@@ -40,6 +40,9 @@ from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, Tim
 
 __all__ = [
     "MAX_CITATIONS",
+    "MAX_EVIDENCE",
+    "MAX_EVIDENCE_LINE",
+    "MAX_EVIDENCE_TEXT",
     "TEXT_PATTERN",
     "ArtifactMismatch",
     "Conflict",

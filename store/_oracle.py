@@ -16,11 +16,18 @@ on a million-event log as on an empty one.
 same write transaction, that the grant is still live, that every cited memory exists, is
 ``active`` and lies in ``{T, "project"}``, and that every cited event belongs to ``T``'s history;
 otherwise ``invalid_citation`` and nothing is written. It changes no proposal, vote or decision.
+Two optional arguments make a warning readable without parsing its Markdown: ``confidence`` (a
+number in 0..1) and ``evidence`` (at most :data:`MAX_EVIDENCE` quoted patch lines, each
+``{"path", "line", "text"}`` on a file the current patch version touches); anything else is
+``invalid_argument`` and nothing is written. They enter the payload only when given, so a warning
+without them has exactly the contract's fields.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 from store._text import check_int, check_text
@@ -36,6 +43,9 @@ from store.work import Proposal, decision_from_row, load_proposal, load_task, pr
 __all__ = [
     "HISTORY_LIMIT",
     "MAX_CITATIONS",
+    "MAX_EVIDENCE",
+    "MAX_EVIDENCE_LINE",
+    "MAX_EVIDENCE_TEXT",
     "MAX_WARNING_CHARS",
     "SEVERITIES",
     "OracleStore",
@@ -47,6 +57,14 @@ HISTORY_LIMIT = 100
 MAX_CITATIONS = 50
 MAX_WARNING_CHARS = 20_000
 SEVERITIES = ("info", "warning", "critical")
+MAX_EVIDENCE = 20
+"""The most patch lines one warning may quote."""
+MAX_EVIDENCE_TEXT = 500
+"""The longest quoted line, in characters."""
+MAX_EVIDENCE_LINE = 2**31 - 1
+"""The highest line number a quoted line may carry."""
+_MAX_PATH_CHARS = 4096
+_EVIDENCE_KEYS = frozenset({"path", "line", "text"})
 WARNING_EVENT = "memory.oracle_warning"
 
 
@@ -167,6 +185,48 @@ def _check_citations(memory_ids: object, event_ids: object) -> tuple[list[str], 
     return memories, cited_events
 
 
+def _check_confidence(confidence: object) -> float | None:
+    if confidence is None:
+        return None
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise InvalidArgument("confidence must be a number between 0 and 1")
+    value = float(confidence)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise InvalidArgument("confidence must be a number between 0 and 1")
+    return value
+
+
+def _check_evidence_item(index: int, raw: object) -> dict[str, Any]:
+    where = f"evidence[{index}]"
+    if not isinstance(raw, Mapping) or set(raw) != _EVIDENCE_KEYS:
+        raise InvalidArgument(f"{where} must be an object with exactly path, line and text")
+    return {
+        "path": check_text(f"{where}.path", raw["path"], limit=_MAX_PATH_CHARS),
+        "line": check_int(f"{where}.line", raw["line"], minimum=1, maximum=MAX_EVIDENCE_LINE),
+        "text": check_text(f"{where}.text", raw["text"], limit=MAX_EVIDENCE_TEXT, blank_ok=True),
+    }
+
+
+def _check_evidence(evidence: object) -> list[dict[str, Any]] | None:
+    if evidence is None:
+        return None
+    if not isinstance(evidence, list | tuple):
+        raise InvalidArgument("evidence must be a list of {path, line, text}")
+    if len(evidence) > MAX_EVIDENCE:
+        raise InvalidArgument(f"evidence may quote at most {MAX_EVIDENCE} lines")
+    return [_check_evidence_item(index, raw) for index, raw in enumerate(evidence)]
+
+
+def _refuse_foreign_paths(evidence: list[dict[str, Any]] | None, patch: PatchVersion) -> None:
+    touched = set(patch.files)
+    outside = sorted({item["path"] for item in evidence or [] if item["path"] not in touched})
+    if outside:
+        raise InvalidArgument(
+            f"evidence quotes files patch v{patch.version} does not touch: {', '.join(outside)}",
+            details={"paths": outside},
+        )
+
+
 def _refuse_bad_memories(conn: sqlite3.Connection, binding: GrantRecord, ids: list[str]) -> None:
     allowed = {binding.task_id, PROJECT_SCOPE}
     rows = {
@@ -226,16 +286,26 @@ class OracleStore:
         cited_memory_ids: object,
         cited_event_ids: object = None,
         severity: object = "warning",
+        confidence: object = None,
+        evidence: object = None,
     ) -> dict[str, Any]:
         """``oracle.warn``: validate every citation, then write one ``memory.oracle_warning`` event."""
         message = _check_message(message_md)
         if severity not in SEVERITIES:
             raise InvalidArgument(f"severity must be one of {', '.join(SEVERITIES)}")
         memories, events = _check_citations(cited_memory_ids, cited_event_ids)
+        score = _check_confidence(confidence)
+        quoted = _check_evidence(evidence)
+        extra: dict[str, Any] = {}
+        if score is not None:
+            extra["confidence"] = score
+        if quoted is not None:
+            extra["evidence"] = quoted
 
         def write(conn: sqlite3.Connection) -> dict[str, Any]:
             require_live_grant(conn, binding.id)
             patch = current_patch(conn, binding)
+            _refuse_foreign_paths(quoted, patch)
             _refuse_bad_memories(conn, binding, memories)
             _refuse_foreign_events(conn, binding, events)
             event = append_event(
@@ -255,6 +325,7 @@ class OracleStore:
                     "cited_event_ids": events,
                     "grant_id": binding.id,
                     "launch_id": binding.launch_id,
+                    **extra,
                 },
             )
             return event.to_dict()

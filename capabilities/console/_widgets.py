@@ -113,8 +113,33 @@ def memory_link(memory_id: str, title: str | None = None, *, status: str | None 
     return link
 
 
+def _confidence(payload: dict[str, Any]) -> Markup:
+    value = payload.get("confidence")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return html('<p class="confidence">Confidence <strong>$value</strong></p>', value=f"{value:.2f}")
+    return html('<p class="confidence">Confidence not given</p>')
+
+
+def _evidence(payload: dict[str, Any]) -> Markup:
+    """The patch lines a warning quotes, as ``path:line`` and the line's text, in monospace."""
+    items = [e for e in payload.get("evidence") or [] if isinstance(e, dict)]
+    if not items:
+        return Markup("")
+    lines = join(
+        html(
+            '<li><code class="where">$path:$line</code> <code class="text">$text</code></li>',
+            path=item.get("path", "?"),
+            line=item.get("line", "?"),
+            text=item.get("text", ""),
+        )
+        for item in items
+    )
+    return html('<h4>Quoted patch lines</h4><ul class="evidence">$lines</ul>', lines=lines)
+
+
 def warning_card(event: dict[str, Any]) -> Markup:
-    """An oracle warning: severity, message, and each cited memory entry as a link."""
+    """An oracle warning: severity, confidence, message, quoted patch lines, and each cited memory
+    entry as a link titled with the entry's title."""
     payload = event.get("payload") or {}
     cited = event.get("cited_memories") or [{"id": m} for m in payload.get("cited_memory_ids") or []]
     citations = join(
@@ -133,7 +158,9 @@ def warning_card(event: dict[str, Any]) -> Markup:
     return html(
         '<article class="warning warning-$severity" aria-labelledby="warning-$id">'
         '<h3 id="warning-$id">$badge Oracle warning on patch v$version</h3>'
+        "$confidence"
         '<p class="message">$message</p>'
+        "$evidence"
         '<h4>Cited memory</h4><ul class="citations">$citations</ul>'
         '<p class="meta">Event $id · $actor · <time datetime="$at">$at</time></p>'
         "</article>",
@@ -142,6 +169,8 @@ def warning_card(event: dict[str, Any]) -> Markup:
         badge=badge(severity),
         version=payload.get("patch_version", "?"),
         message=payload.get("message_md", ""),
+        confidence=_confidence(payload),
+        evidence=_evidence(payload),
         citations=citations,
         actor=event.get("actor", ""),
         at=event.get("created_at", ""),

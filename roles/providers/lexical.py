@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from roles.providers.base import ProviderReport
+from roles.providers.judge.diff import DiffLine, parse_diff
+from roles.providers.judge.provider import quoted_lines
 from roles.tools import ToolCaller
 
-__all__ = ["PROVIDER_LABEL", "extract_patch_terms", "run_lexical", "words_of"]
+__all__ = ["CONFIDENCE", "PROVIDER_LABEL", "extract_patch_terms", "run_lexical", "words_of"]
 
 PROVIDER_LABEL = "lexical heuristic (word matching, not a model)"
 _GOVERNING_KINDS = frozenset({"decision", "constraint"})
@@ -27,6 +29,8 @@ _SQL = re.compile(
     re.IGNORECASE,
 )
 _MAX_QUERIES = 12
+CONFIDENCE = 0.3
+"""What every lexical warning says of itself: a shared word is a weak signal, not a judgment."""
 _STOPWORDS = frozenset(
     """
     a an and are as at be but by for from has have if in into is it its of on or that the their this
@@ -82,7 +86,11 @@ async def run_lexical(tools: ToolCaller) -> ProviderReport:
     patch = await tools.call("patch.inspect", {"max_bytes": 1048576})
     task_id = str(history["task"]["id"])
     proposal_id = str(history["proposal"]["id"])
-    terms = extract_patch_terms(str(patch.get("content", "")), patch.get("files", []))
+    content = str(patch.get("content", ""))
+    terms = extract_patch_terms(content, patch.get("files", []))
+    parsed = parse_diff(content)
+    changed = [*parsed.added_lines(), *parsed.removed_lines()]
+    touched = {str(path) for path in patch.get("files", [])}
     if patch.get("truncated"):
         report.notes.append("the patch was larger than 1 MiB; only its first MiB was read")
 
@@ -124,10 +132,18 @@ async def run_lexical(tools: ToolCaller) -> ProviderReport:
                 "message_md": _warning_text(match),
                 "cited_memory_ids": [str(match.entry["id"])],
                 "severity": "warning",
+                "confidence": CONFIDENCE,
+                "evidence": quoted_lines(_lines_naming(changed, match.terms), touched),
             },
         )
         report.warnings.append(event["event"])
     return report
+
+
+def _lines_naming(lines: list[DiffLine], terms: tuple[str, ...]) -> list[DiffLine]:
+    """The changed lines whose words include one of ``terms``, in diff order."""
+    wanted = set(terms)
+    return [line for line in lines if wanted & words_of(line.text)]
 
 
 def _summary_body(proposal_id: str, governing: list[dict[str, Any]], matches: list[_Match]) -> str:

@@ -2,19 +2,27 @@
 
 Text in events is untrusted (reasons, oracle warnings, titles), so control characters, terminal
 escape sequences included, are shown escaped rather than sent to the terminal.
+
+An oracle warning gets one table row (severity, confidence, citations) and then, indented below
+it, the whole warning as :func:`warning_lines` renders it (``oracle launch --wait`` prints the
+same): the message wrapped but never cut, each quoted patch line as ``path:line  text``, and each
+cited memory entry as ``M-...  title``.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["render_timeline"]
+__all__ = ["render_timeline", "warning_lines"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DETAIL_WIDTH = 110
+_WRAP_WIDTH = 100
+_WARNING_INDENT = "      "
 
 
 def _clean(value: object, width: int | None = None) -> str:
@@ -81,15 +89,58 @@ def _closed(event: dict[str, Any]) -> str:
     return f"{event['payload'].get('decision_id')}: {event['payload'].get('reason_md')}"
 
 
+def _confidence(payload: dict[str, Any]) -> str:
+    value = payload.get("confidence")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"confidence {value:.2f}"
+    return "confidence not given"
+
+
 def _warning(event: dict[str, Any]) -> str:
     payload = event["payload"]
     cited = "; ".join(
         f"{m['id']} (missing)" if m.get("missing") else f"{m['id']} {m.get('title')!r} [{m.get('status')}]"
         for m in event.get("cited_memories", [])
     )
-    # The citation comes first: it is what a maintainer follows, and the message may be long.
-    message = str(payload.get("message_md", "")).replace("*", "").strip()
-    return f"[{payload.get('severity', 'warning')}] cites {cited or 'nothing'} — {message}"
+    # The row says what to follow; the whole warning is printed below it (warning_lines).
+    return f"[{payload.get('severity', 'warning')}] {_confidence(payload)}, cites {cited or 'nothing'}"
+
+
+def _wrapped(text: str) -> list[str]:
+    out: list[str] = []
+    for raw in text.replace("**", "").strip().splitlines():
+        line = _clean(raw.expandtabs(4)).rstrip()
+        body = line.lstrip()
+        hang = " " * (len(line) - len(body) + (2 if body[:2] in ("- ", "* ", "> ") else 0))
+        wrapped = textwrap.wrap(line, _WRAP_WIDTH, subsequent_indent=hang, break_on_hyphens=False)
+        out += wrapped or [""]
+    return out
+
+
+def warning_lines(payload: dict[str, Any], cited: list[dict[str, Any]]) -> list[str]:
+    """A whole oracle warning, one terminal line each, every piece escaped.
+
+    ``cited`` holds ``{"id", "title", "status"}`` for each cited entry (``{"id", "missing": true}``
+    for one the store no longer has), as ``timeline`` gives it.
+    """
+    lines = [_clean(f"[{payload.get('severity', 'warning')}] {_confidence(payload)}")]
+    lines += _wrapped(str(payload.get("message_md", "")))
+    evidence = [e for e in payload.get("evidence") or [] if isinstance(e, dict)]
+    if evidence:
+        lines.append("quoted patch lines:")
+        lines += [
+            "  " + _clean(f"{e.get('path')}:{e.get('line')}  {str(e.get('text', '')).expandtabs(4)}")
+            for e in evidence
+        ]
+    if cited:
+        lines.append("cites:")
+    for ref in cited:
+        if ref.get("missing"):
+            lines.append("  " + _clean(f"{ref.get('id')}  (missing)"))
+        else:
+            status = f"  [{ref.get('status')}]" if ref.get("status") not in (None, "active") else ""
+            lines.append("  " + _clean(f"{ref.get('id')}  {ref.get('title')}{status}"))
+    return lines
 
 
 def _launch(event: dict[str, Any]) -> str:
@@ -193,7 +244,14 @@ def render_timeline(body: dict[str, Any]) -> str:
         when = str(event["created_at"]).replace("T", " ")[:19]
         rows.append((str(event["id"]), when, event["type"], event["actor"], _detail(event)))
     widths = [max(len(_clean(row[i])) for row in rows) for i in range(4)]
-    for row in rows:
+    for row, event in zip(rows, [None, *body["events"]], strict=True):
         cells = [_clean(cell).ljust(widths[i]) for i, cell in enumerate(row[:4])]
         lines.append("  ".join([*cells, _clean(row[4], _DETAIL_WIDTH)]).rstrip())
+        if (
+            event is not None
+            and event["type"] == "memory.oracle_warning"
+            and isinstance(event["payload"], dict)
+        ):
+            block = warning_lines(event["payload"], list(event.get("cited_memories") or []))
+            lines += [f"{_WARNING_INDENT}{line}".rstrip() for line in block[1:]]  # [0] is in the row
     return "\n".join(lines)

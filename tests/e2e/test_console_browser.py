@@ -15,9 +15,12 @@ from collections.abc import AsyncIterator
 import pytest
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright, expect
 
+from capabilities.mcp import call_tool
+from capabilities.mcp.tools import build_registry
 from capabilities.services import Services
 from store import append_event
 from tests.capabilities.api_helpers import Api, running_api, seed_review
+from tests.capabilities.oracle_helpers import build_world
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.anyio
@@ -202,3 +205,51 @@ async def test_the_console_is_accessible_and_readable_on_a_laptop(
         await page.keyboard.press("Tab")
         await expect(page.get_by_role("link", name="Skip to content")).to_be_focused()
         await shot(page, "memory")
+
+
+async def test_a_warning_shows_confidence_quoted_lines_and_cited_titles(
+    services: Services, browser: Browser
+) -> None:
+    store = services.store
+    world = build_world(store)
+    quoted = '    return conn.execute(f"SELECT * FROM users WHERE id = {user}")  # <script>alert(1)</script>'
+    outcome = await call_tool(
+        services,
+        build_registry(),
+        world.principal,
+        "oracle.warn",
+        {
+            "message_md": "Raw SQL goes against the builder decision.",
+            "cited_memory_ids": [world.task_memory, world.project_memory],
+            "confidence": 0.87,
+            "evidence": [{"path": "app/db.py", "line": 2, "text": quoted}],
+            "severity": "critical",
+        },
+    )
+    assert outcome.error is None, outcome.error
+    async with running_api(services) as api:
+        page = await (await browser.new_context(viewport=LAPTOP)).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
+        await sign_in(page, api, f"/proposals/{world.proposal_id}")
+        warnings = page.get_by_role("region", name=re.compile("Oracle warnings"))
+        card = warnings.locator("article.warning")
+        await expect(card.locator(".confidence")).to_have_text("Confidence 0.87")
+        line = card.locator("ul.evidence li")
+        await expect(line.locator("code.where")).to_have_text("app/db.py:2")
+        await expect(line.locator("code.text")).to_have_text(quoted)  # escaped: shown, never run
+        family = await line.locator("code.text").evaluate("e => getComputedStyle(e).fontFamily")
+        assert "monospace" in family
+        for memory_id, title in (
+            (world.task_memory, "All SQL via the builder"),
+            (world.project_memory, "Parameterised queries"),
+        ):
+            link = card.get_by_role("link", name=title)
+            await expect(link).to_be_visible()
+            await expect(link).to_have_attribute("href", f"/memories/{memory_id}")
+        await shot(page, "warning-evidence")
+        assert await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
+        lowest = await page.evaluate(_LOWEST_CONTRAST)
+        assert lowest["ratio"] >= 4.5, lowest
+        assert not errors, errors

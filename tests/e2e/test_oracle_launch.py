@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+import subprocess
+import sys
 from dataclasses import replace
 from typing import Any
 
@@ -60,6 +63,8 @@ async def test_lexical_oracle_warns_citing_the_decision(
     assert payload["launch_id"] == result.launch.id
     assert payload["severity"] == "warning"
     assert "heuristic" in payload["message_md"]
+    assert payload["confidence"] == 0.3  # a word match says it is a weak signal
+    assert payload["evidence"] and all(item["path"] == "app/users.py" for item in payload["evidence"])
     assert [w.id for w in result.warnings] == [warnings[0]["id"]]
 
     summaries = _rows(
@@ -190,3 +195,38 @@ async def test_requesting_review_launches_nothing(scene: ReviewScene, store: Sto
     assert store.launches.find(proposal_id=scene.proposal_id) == []
     review = _rows(store, "SELECT payload FROM events WHERE type = 'proposal.review_requested'")
     assert '"launched": false' in review[0]["payload"]
+
+
+def _oracle_launch(scene: ReviewScene, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "supervisor", "--root", str(scene.paths.root), "oracle", "launch"]
+    argv += [scene.proposal_id, "--wait", "--provider", "judge", "--timeout", "120", *extra]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+
+
+async def test_oracle_launch_wait_prints_each_warning_whole(
+    scene: ReviewScene, store: Store, docker_sdk: Any, role_image_tag: str
+) -> None:
+    text = await anyio.to_thread.run_sync(_oracle_launch, scene)
+    assert text.returncode == 0, (text.stdout, text.stderr)
+    out = text.stdout
+    assert "exited (exit code 0), 1 warning(s)" in out, out
+    assert re.search(r"- \[(warning|critical)\] confidence (0\.\d\d|1\.00)\n", out), out
+    assert "Possible conflict with decision" in out  # the message, not only its citation
+    # The quoted patch line, as path:line  text, and the cited entry with its title.
+    assert "app/users.py:3      cursor.execute(f\"SELECT * FROM users WHERE name = '{name}'\")" in out, out
+    assert f"{scene.decision_id}  All SQL goes through the query builder" in out
+    assert "\x1b" not in out
+
+    as_json = await anyio.to_thread.run_sync(_oracle_launch, scene, "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    body = json.loads(as_json.stdout)
+    assert {"id", "status", "exit_code", "warnings"} <= set(body["launch"])
+    [warning] = body["launch"]["warnings"]
+    payload = warning["payload"]
+    assert payload["cited_memory_ids"] == [scene.decision_id]
+    assert 0.62 <= payload["confidence"] <= 1.0
+    assert {"path": "app/users.py", "line": 3, "text": payload["evidence"][0]["text"]} in payload["evidence"]
+    assert "SELECT * FROM users" in payload["evidence"][0]["text"]
+    assert warning["cited_memories"] == [
+        {"id": scene.decision_id, "title": "All SQL goes through the query builder", "status": "active"}
+    ]

@@ -14,7 +14,14 @@ from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
 from capabilities.principals import Principal
-from store import MAX_CITATIONS, GrantRecord, OracleStore
+from store import (
+    MAX_CITATIONS,
+    MAX_EVIDENCE,
+    MAX_EVIDENCE_LINE,
+    MAX_EVIDENCE_TEXT,
+    GrantRecord,
+    OracleStore,
+)
 from store.errors import Forbidden, InvalidArgument
 
 __all__ = ["DEFAULT_INSPECT_BYTES", "MAX_INSPECT_BYTES", "TOOLS", "bound_grant"]
@@ -44,6 +51,14 @@ class InspectArgs(ToolArgs):
     proposal_id: str | None = _PROPOSAL_FIELD
 
 
+class EvidenceArgs(ToolArgs):
+    """One patch line a warning rests on, quoted."""
+
+    path: str = Field(description="A file the current patch version touches (as patch.inspect lists it).")
+    line: int = Field(description=f"The line's number in that file, 1 to {MAX_EVIDENCE_LINE}.")
+    text: str = Field(description=f"The line as the patch has it, at most {MAX_EVIDENCE_TEXT} characters.")
+
+
 class WarnArgs(ToolArgs):
     """Arguments of ``oracle.warn``."""
 
@@ -55,6 +70,14 @@ class WarnArgs(ToolArgs):
         default=None, description="Optional event IDs from task.history that support the warning."
     )
     severity: Literal["info", "warning", "critical"] = Field(default="warning")
+    confidence: float | None = Field(
+        default=None, description="Optional: how sure the oracle is that the patch conflicts, 0 to 1."
+    )
+    evidence: list[EvidenceArgs] | None = Field(
+        default=None,
+        description=f"Optional: up to {MAX_EVIDENCE} patch lines the warning rests on, quoted "
+        "(each on a file the patch touches; otherwise invalid_argument and nothing is written).",
+    )
     proposal_id: str | None = _PROPOSAL_FIELD
     task_id: str | None = _TASK_FIELD
 
@@ -125,6 +148,8 @@ async def _warn(call: ToolCall) -> dict[str, Any]:
         cited_memory_ids=args.cited_memory_ids,
         cited_event_ids=args.cited_event_ids,
         severity=args.severity,
+        confidence=args.confidence,
+        evidence=None if args.evidence is None else [item.model_dump() for item in args.evidence],
     )
     return {"event": event}
 
@@ -154,7 +179,8 @@ TOOLS = [
         name="oracle.warn",
         description="Warn the reviewers that the patch may conflict with prior decisions or constraints. "
         "Every cited memory must exist, be active and lie in the task or project scope, and cited events "
-        "must belong to the task's history; otherwise invalid_citation and nothing is written. Writes one "
+        "must belong to the task's history; otherwise invalid_citation and nothing is written. Optionally "
+        "give your confidence (0..1) and the patch lines the warning rests on (evidence). Writes one "
         "memory.oracle_warning event; changes no proposal, vote or decision.",
         args_model=WarnArgs,
         handler=_warn,

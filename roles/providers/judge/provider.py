@@ -10,16 +10,18 @@ judged confidence reaches :data:`THRESHOLD`, as ``critical`` from :data:`CRITICA
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from roles.providers.base import ProviderReport
 from roles.providers.judge.checks import CheckViolation, evaluate, validate_checks
-from roles.providers.judge.diff import ParsedDiff, parse_diff
+from roles.providers.judge.diff import DiffLine, ParsedDiff, parse_diff
 from roles.providers.judge.judge import DiffIndex, Finding, assess
 from roles.providers.judge.polarity import GOVERNING_KINDS, parse_entry
 from roles.tools import ToolCaller
 
-__all__ = ["CRITICAL", "PROVIDER_LABEL", "THRESHOLD", "governing_entries", "run_judge"]
+__all__ = ["CRITICAL", "PROVIDER_LABEL", "THRESHOLD", "governing_entries", "quoted_lines", "run_judge"]
 
 PROVIDER_LABEL = "judge (deterministic rules over the patch's added and removed lines; no model)"
 THRESHOLD = 0.62
@@ -29,6 +31,43 @@ the patch only moves) land below it."""
 CRITICAL = 0.9
 """Judged findings from this confidence up, and every failed check, are ``critical``."""
 _MAX_QUOTED_CHARS = 240
+_MAX_EVIDENCE = 20
+_MAX_EVIDENCE_TEXT = 500
+
+
+@dataclass(frozen=True)
+class _Warning:
+    """One warning to send: the entry it cites, its Markdown, severity, confidence and quoted lines."""
+
+    entry: dict[str, Any]
+    message: str
+    severity: str
+    confidence: float
+    lines: tuple[DiffLine, ...]
+
+    def arguments(self, touched: set[str]) -> dict[str, Any]:
+        """The ``oracle.warn`` arguments."""
+        return {
+            "message_md": self.message,
+            "cited_memory_ids": [str(self.entry["id"])],
+            "severity": self.severity,
+            "confidence": round(self.confidence, 4),
+            "evidence": quoted_lines(self.lines, touched),
+        }
+
+
+def quoted_lines(lines: Iterable[DiffLine], touched: set[str]) -> list[dict[str, Any]]:
+    """``oracle.warn``'s ``evidence``: each line once, only on files the patch touches, cut to the limits."""
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for line in lines:
+        if line.path in touched and line.number >= 1 and (line.path, line.number) not in seen:
+            text = line.text
+            if len(text) > _MAX_EVIDENCE_TEXT:
+                text = text[: _MAX_EVIDENCE_TEXT - 1] + "…"
+            seen[(line.path, line.number)] = {"path": line.path, "line": line.number, "text": text}
+            if len(seen) == _MAX_EVIDENCE:
+                break
+    return list(seen.values())
 
 
 def governing_entries(history: dict[str, Any], task_id: str) -> list[dict[str, Any]]:
@@ -117,16 +156,19 @@ async def run_judge(tools: ToolCaller) -> ProviderReport:
     governing = governing_entries(await _all_entries(tools, history), task_id)
     index = DiffIndex(diff)
 
-    warnings: list[tuple[dict[str, Any], str, str, float]] = []
+    warnings: list[_Warning] = []
     for entry in governing:
         violations = _check_violations(entry, diff, report.notes)
         if violations:
-            warnings.append((entry, _check_message(entry, violations), "critical", 1.0))
+            lines = tuple(line for violation in violations for line in violation.lines[:5])
+            warnings.append(_Warning(entry, _check_message(entry, violations), "critical", 1.0, lines))
             continue
         finding = assess(parse_entry(entry), diff, index)
         if finding is not None and finding.confidence >= THRESHOLD:
             severity = "critical" if finding.confidence >= CRITICAL else "warning"
-            warnings.append((entry, _finding_message(entry, finding), severity, finding.confidence))
+            lines = tuple(item.statement.line for item in finding.evidence)
+            message = _finding_message(entry, finding)
+            warnings.append(_Warning(entry, message, severity, finding.confidence, lines))
 
     events = history.get("events", [])
     summary = await tools.call(
@@ -141,22 +183,18 @@ async def run_judge(tools: ToolCaller) -> ProviderReport:
         },
     )
     report.summary_memory_id = str(summary["entry"]["id"])
-    for entry, message, severity, _ in warnings:
-        event = await tools.call(
-            "oracle.warn",
-            {"message_md": message, "cited_memory_ids": [str(entry["id"])], "severity": severity},
-        )
+    touched = {str(path) for path in patch.get("files", [])}
+    for warning in warnings:
+        event = await tools.call("oracle.warn", warning.arguments(touched))
         report.warnings.append(event["event"])
     return report
 
 
-def _summary_body(
-    proposal_id: str, governing: list[dict[str, Any]], warnings: list[tuple[dict[str, Any], str, str, float]]
-) -> str:
+def _summary_body(proposal_id: str, governing: list[dict[str, Any]], warnings: list[_Warning]) -> str:
     lines = [f"Prior decisions and constraints for {proposal_id}, read by the {PROVIDER_LABEL}.", ""]
     if not governing:
         lines.append("- No active decision or constraint in the task or project scope.")
-    warned = {str(entry["id"]): confidence for entry, _, _, confidence in warnings}
+    warned = {str(warning.entry["id"]): warning.confidence for warning in warnings}
     for entry in governing[:30]:
         marker = f" (warned, confidence {warned[str(entry['id'])]:.2f})" if str(entry["id"]) in warned else ""
         lines.append(f"- {entry['kind']} {entry['id']}: {entry['title']}{marker}")

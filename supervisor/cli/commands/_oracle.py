@@ -2,7 +2,9 @@
 
 The explicit launch of the MemoryOracle for one proposal. Progress goes to stderr as it happens
 (readable lines on a terminal, JSON lines with ``--json``). With ``--wait`` the command returns
-when the container has exited and prints ``{"launch": {"id", "status", "exit_code", "warnings"}}``.
+when the container has exited and prints ``{"launch": {"id", "status", "exit_code", "warnings"}}``;
+each warning event also carries ``cited_memories`` (ID, title, status, looked up in the store), and
+the readable output shows each warning whole (:func:`~supervisor.cli._timeline_text.warning_lines`).
 Without it, the launch continues in a detached supervisor process and the command prints the
 launch's ID as soon as the launch is recorded.
 """
@@ -17,8 +19,10 @@ import sys
 import time
 from typing import Any
 
+from store import Store
 from store.config import ProviderName
 from store.errors import InternalError
+from supervisor.cli._timeline_text import warning_lines
 
 __all__ = ["register"]
 
@@ -62,17 +66,30 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
                 timeout=args.timeout,
                 on_phase=on_phase,
             )
-    body = result.to_dict()
-    warnings = body["warnings"]
+        body = result.to_dict()
+        warnings = [
+            {**event, "cited_memories": _cited(store, event["payload"])} for event in body["warnings"]
+        ]
+    body["warnings"] = warnings
     lines = [
         f"launch {body['id']}: {body['status']} (exit code {body['exit_code']}), {len(warnings)} warning(s)"
     ]
     for event in warnings:
-        payload = event["payload"]
-        lines.append(
-            f"  - [{payload.get('severity')}] cites {', '.join(payload.get('cited_memory_ids', []))}"
-        )
+        block = warning_lines(event["payload"], event["cited_memories"])
+        lines += ["", f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]
     return {"launch": body, "message": "\n".join(lines)}
+
+
+def _cited(store: Store, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each cited memory entry's ID, title and status (``missing`` when the store has no such entry)."""
+    ids = [i for i in payload.get("cited_memory_ids") or [] if isinstance(i, str)]
+    found = store.db.read(lambda conn: store.memory.get_many(conn, ids))
+    return [
+        {"id": i, "title": found[i].title, "status": str(found[i].status)}
+        if i in found
+        else {"id": i, "missing": True}
+        for i in ids
+    ]
 
 
 def _launch_detached(args: argparse.Namespace) -> dict[str, Any]:

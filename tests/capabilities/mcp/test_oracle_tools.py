@@ -17,7 +17,7 @@ from capabilities.services import Services
 from capabilities.serving._transports import BoundAddress, build_asgi_app, build_launch_app, serving
 from store import OracleStore, Store
 from store._ids import new_id, utc_now_iso
-from store.errors import Unauthenticated
+from store.errors import InvalidArgument, Unauthenticated
 from store.events._log import append_event, list_events
 from store.patches._artifacts import patch_relative_path
 from tests.capabilities.http_helpers import body, mcp_client
@@ -368,4 +368,93 @@ def test_a_revoked_grant_cannot_warn_even_after_authentication(store: Store) -> 
     before = project_snapshot(store.paths)
     with pytest.raises(Unauthenticated):
         oracle.warn(grant, message_md="late", cited_memory_ids=[world.task_memory])
+    assert project_snapshot(store.paths) == before
+
+
+async def test_oracle_warn_writes_confidence_and_evidence_into_the_payload(
+    client: Client, world: OracleWorld
+) -> None:
+    evidence = [{"path": "app/db.py", "line": 2, "text": '    return conn.execute(f"SELECT * FROM users")'}]
+    answer = await call(
+        client,
+        "oracle.warn",
+        {
+            "message_md": "raw SQL",
+            "cited_memory_ids": [world.task_memory],
+            "confidence": 0.87,
+            "evidence": evidence,
+        },
+    )
+    payload = answer["event"]["payload"]
+    assert payload["confidence"] == 0.87
+    assert payload["evidence"] == evidence
+    assert payload["message_md"] == "raw SQL"
+    assert payload["cited_memory_ids"] == [world.task_memory]
+    certain = await call(
+        client, "oracle.warn", {"message_md": "x", "cited_memory_ids": [world.task_memory], "confidence": 1}
+    )
+    assert certain["event"]["payload"]["confidence"] == 1.0
+    assert "evidence" not in certain["event"]["payload"]
+
+
+async def test_oracle_warn_advertises_confidence_and_evidence(client: Client) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    properties = tools["oracle.warn"].input_schema["properties"]
+    assert {"confidence", "evidence"} <= set(properties)
+    assert set(tools["oracle.warn"].input_schema["required"]) == {"message_md", "cited_memory_ids"}
+
+
+async def test_oracle_warn_refuses_bad_evidence_and_writes_nothing(
+    client: Client, world: OracleWorld, store: Store
+) -> None:
+    before = project_snapshot(store.paths)
+    line = {"path": "app/db.py", "line": 2, "text": "x"}
+    cases: list[dict[str, Any]] = [
+        {"evidence": [{**line, "path": "other.txt"}]},
+        {"evidence": [{**line, "path": "../app/db.py"}]},
+        {"evidence": [{**line, "line": 0}]},
+        {"evidence": [{**line, "line": 2**63}]},
+        {"evidence": [{**line, "text": "y" * 10_000}]},
+        {"evidence": [{**line, "text": "\x1b[2J"}]},
+        {"evidence": [line] * 21},
+        {"evidence": [{"path": "app/db.py", "line": 2}]},
+        {"evidence": [{**line, "extra": 1}]},
+        {"confidence": 1.5},
+        {"confidence": -0.1},
+        {"confidence": True},
+        {"confidence": "high"},
+    ]
+    for extra in cases:
+        refused = await call(
+            client,
+            "oracle.warn",
+            {"message_md": "conflict", "cited_memory_ids": [world.task_memory], **extra},
+        )
+        assert refused["error"]["code"] == "invalid_argument", (extra, refused)
+    assert project_snapshot(store.paths) == before
+    twenty = await call(
+        client,
+        "oracle.warn",
+        {"message_md": "conflict", "cited_memory_ids": [world.task_memory], "evidence": [line] * 20},
+    )
+    assert len(twenty["event"]["payload"]["evidence"]) == 20
+
+
+def test_the_store_refuses_bad_evidence_directly(store: Store, world: OracleWorld) -> None:
+    oracle = OracleStore(store.db, store.config)
+    grant = world.principal.grant
+    assert grant is not None
+    before = project_snapshot(store.paths)
+    for evidence in (
+        "app/db.py:2",
+        [["app/db.py", 2, "x"]],
+        [{"path": "app/db.py", "line": 1.5, "text": "x"}],
+        [{"path": "", "line": 1, "text": "x"}],
+        [{"path": "nope.py", "line": 1, "text": "x"}],
+    ):
+        with pytest.raises(InvalidArgument):
+            oracle.warn(grant, message_md="m", cited_memory_ids=[world.task_memory], evidence=evidence)
+    for confidence in (float("nan"), float("inf"), 2):
+        with pytest.raises(InvalidArgument):
+            oracle.warn(grant, message_md="m", cited_memory_ids=[world.task_memory], confidence=confidence)
     assert project_snapshot(store.paths) == before

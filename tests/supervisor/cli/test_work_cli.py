@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
-from store import ProjectPaths
+from capabilities.mcp import call_tool
+from capabilities.mcp.tools import build_registry
+from capabilities.services import Services
+from store import ProjectPaths, Store
 from supervisor.cli._timeline_text import render_timeline
+from tests.capabilities.oracle_helpers import build_world
 from tests.helpers import project_snapshot
 from tests.store.work_helpers import DIFF, DIFF_V2, seed_files
 
@@ -272,3 +276,43 @@ def test_text_timeline_escapes_terminal_control_sequences() -> None:
     text = render_timeline(body)
     assert "\x1b" not in text and "\\x1b[2Jgotcha" in text
     assert "M-1 'Rule' [active]; M-2 (missing)" in text and '{"k": 1}' in text
+
+
+_LONG_TAIL = "and this is the very end of a long warning that must not be cut off"
+
+
+@pytest.mark.anyio
+async def test_text_timeline_shows_a_whole_warning_written_by_the_real_tool(
+    store: Store, roundtable_argv: list[str]
+) -> None:
+    world = build_world(store)
+    message = "**Possible conflict** \x1b[2J " + "raw SQL goes against the builder rule; " * 8 + _LONG_TAIL
+    evidence = [{"path": "app/db.py", "line": 2, "text": '    return conn.execute(f"SELECT * FROM users")'}]
+    outcome = await call_tool(
+        Services(store=store),
+        build_registry(),
+        world.principal,
+        "oracle.warn",
+        {
+            "message_md": message,
+            "cited_memory_ids": [world.task_memory],
+            "confidence": 0.87,
+            "evidence": evidence,
+            "severity": "critical",
+        },
+    )
+    assert outcome.error is None, outcome.error
+    cli = Cli(roundtable_argv, store.paths.root)
+    text = cli.run("timeline", world.proposal_id, json_out=False)
+    assert text.returncode == 0, text.stderr
+    out = text.stdout
+    assert "[critical] confidence 0.87" in out
+    assert " ".join(out.split()).count(_LONG_TAIL) == 1  # wrapped, never cut
+    assert "\x1b" not in out and "\\x1b[2J" in out
+    assert 'app/db.py:2      return conn.execute(f"SELECT * FROM users")' in out
+    assert f"{world.task_memory}  All SQL via the builder" in out
+    body = cli.ok("timeline", world.proposal_id)
+    [warning] = [e for e in body["events"] if e["type"] == "memory.oracle_warning"]
+    assert warning["payload"]["confidence"] == 0.87 and warning["payload"]["evidence"] == evidence
+    assert warning["payload"]["message_md"] == message
+    assert {"proposal", "events"} == set(body)
