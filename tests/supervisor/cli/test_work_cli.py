@@ -286,7 +286,9 @@ async def test_text_timeline_shows_a_whole_warning_written_by_the_real_tool(
     store: Store, roundtable_argv: list[str]
 ) -> None:
     world = build_world(store)
-    message = "**Possible conflict** \x1b[2J " + "raw SQL goes against the builder rule; " * 8 + _LONG_TAIL
+    # The real tool refuses control characters (the store's text rule); the renderer's own escaping
+    # of older events is the test above.
+    message = "**Possible conflict** " + "raw SQL goes against the builder rule; " * 8 + _LONG_TAIL
     evidence = [{"path": "app/db.py", "line": 2, "text": '    return conn.execute(f"SELECT * FROM users")'}]
     outcome = await call_tool(
         Services(store=store),
@@ -308,7 +310,6 @@ async def test_text_timeline_shows_a_whole_warning_written_by_the_real_tool(
     out = text.stdout
     assert "[critical] confidence 0.87" in out
     assert " ".join(out.split()).count(_LONG_TAIL) == 1  # wrapped, never cut
-    assert "\x1b" not in out and "\\x1b[2J" in out
     assert 'app/db.py:2      return conn.execute(f"SELECT * FROM users")' in out
     assert f"{world.task_memory}  All SQL via the builder" in out
     body = cli.ok("timeline", world.proposal_id)
