@@ -65,7 +65,9 @@ def test_a_provider_failed_exit_without_a_note_gets_the_generic_reason(store: St
 
 
 @pytest.mark.parametrize("status", [LaunchStatus.TIMEOUT, LaunchStatus.CANCELLED])
-def test_a_deadline_or_cancellation_keeps_its_own_status_and_reason(store: Store, status: LaunchStatus) -> None:
+def test_a_deadline_or_cancellation_keeps_its_own_status_and_reason(
+    store: Store, status: LaunchStatus
+) -> None:
     launch = _running(store)
     store.launches.note_failure(launch.id, "budget_exhausted", "spent")
     done = store.launches.finish(launch.id, status, reason="deadline_exceeded")
@@ -86,7 +88,13 @@ def test_an_ordinary_end_carries_no_error(store: Store) -> None:
     launch = _running(store)
     done = store.launches.finish(launch.id, LaunchStatus.EXITED, exit_code=0)
     assert (done.status, done.reason, done.error) == (LaunchStatus.EXITED, None, None)
-    assert _last_event(store) == (
-        "role.exited",
-        {"launch_id": launch.id, "role": "memory_oracle", "status": "exited", "exit_code": 0, "reason": None, "error": None},
-    )
+    kind, payload = _last_event(store)
+    assert kind == "role.exited"
+    assert payload == {
+        "launch_id": launch.id,
+        "role": "memory_oracle",
+        "status": "exited",
+        "exit_code": 0,
+        "reason": None,
+        "error": None,
+    }
