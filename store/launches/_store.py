@@ -56,8 +56,6 @@ __all__ = [
     "ACTIVE_STATUSES",
     "MAX_ERROR_CHARS",
     "MAX_LOG_TAIL_BYTES",
-    "PROVIDER_FAILED",
-    "PROVIDER_FAILED_EXIT",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
     "Launch",

@@ -178,22 +178,9 @@ def _closed_port() -> int:
 
 async def _cli_launch(argv: list[str], scene: ReviewScene) -> dict[str, Any]:
     """``oracle launch P --wait --json --provider openai`` in a subprocess; its ``launch`` object."""
+    args = ["--root", str(scene.paths.root), "oracle", "launch", scene.proposal_id, "--wait"]
     with anyio.fail_after(150):
-        done = await anyio.run_process(
-            [
-                *argv,
-                "--root",
-                str(scene.paths.root),
-                "oracle",
-                "launch",
-                scene.proposal_id,
-                "--wait",
-                "--provider",
-                "openai",
-                "--json",
-            ],
-            check=False,
-        )
+        done = await anyio.run_process([*argv, *args, "--provider", "openai", "--json"], check=False)
     assert done.returncode == 0, done.stderr.decode()
     launch: dict[str, Any] = json.loads(done.stdout)["launch"]
     return launch
