@@ -7,7 +7,10 @@ lists its tools, runs the configured provider, and prints one JSON line with wha
 
 Exit status: 0 done; 2 no launch channel (no socket); 3 no grant (no token file, or the
 supervisor refused it); 4 the provider failed (a tool or the model gateway answered an error
-it could not recover from); 1 anything else. Every failure prints one clear line on stderr.
+it could not recover from); 1 anything else. Every failure prints one clear line on stderr; a
+provider failure also prints one JSON line on stdout naming its reason,
+``{"provider_failed": {"provider", "reason", "message"}}`` (the supervisor trusts its own model
+gateway's record over it).
 """
 
 from __future__ import annotations
@@ -67,9 +70,17 @@ class RunnerConfig:
 
 
 class _RunnerError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, report: dict[str, object] | None = None):
         super().__init__(message)
         self.status = status
+        self.report = report
+        """The JSON line to print on stdout, if any."""
+
+
+def _provider_failed(provider: str, reason: str, message: str) -> _RunnerError:
+    failure = {"provider": provider, "reason": reason, "message": message}
+    report: dict[str, object] = {"provider_failed": failure}
+    return _RunnerError(EXIT_PROVIDER_FAILED, f"provider {provider} failed: {reason}: {message}", report)
 
 
 def _config(argv: Sequence[str] | None) -> RunnerConfig:
@@ -109,7 +120,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     from roles.gateway import SocketChatGateway
     from roles.providers.judge import run_judge
     from roles.providers.lexical import run_lexical
-    from roles.providers.openai import ToolDescription, run_openai
+    from roles.providers.openai import GatewayRefused, ToolDescription, run_openai
     from roles.tools import McpToolCaller, ToolCallError
 
     token = _read_token(config)
@@ -140,10 +151,10 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
                     report = await run_judge(caller)
                 else:
                     report = await run_lexical(caller)
+            except GatewayRefused as exc:
+                raise _provider_failed(config.provider, exc.reason, exc.message) from None
             except ToolCallError as exc:
-                raise _RunnerError(
-                    EXIT_PROVIDER_FAILED, f"provider {config.provider} failed: {exc}"
-                ) from None
+                raise _provider_failed(config.provider, "provider_failed", str(exc)) from None
     return {"tools": sorted(t.name for t in listed), **report.to_dict()}
 
 
@@ -163,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # the one line a supervisor log shows; no traceback to parse
         cause = _innermost(exc)
         if isinstance(cause, _RunnerError):
+            if cause.report is not None:
+                print(json.dumps(cause.report, sort_keys=True))
             print(f"roles.runner: {cause}", file=sys.stderr)
             return cause.status
         print(f"roles.runner: failed: {type(cause).__name__}: {cause}", file=sys.stderr)

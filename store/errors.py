@@ -35,7 +35,10 @@ CLI, over MCP and over HTTP. :func:`error_body` builds the one JSON error body a
     ├── LaunchFailed                    launch_failed                  500
     ├── LaunchTimeout                   launch_timeout                 504
     ├── StoreBusy                       store_busy                     503
-    └── InternalError                   internal                       500
+    ├── InternalError                   internal                       500
+    ├── ModelUnavailable                model_unavailable              502
+    ├── ModelError                      model_error                    502
+    └── BudgetExhausted                 budget_exhausted               429
 
 (:func:`hierarchy` draws this tree from the classes; a test keeps the two equal.) Code elsewhere
 may refine a class (``supervisor.image.ImageBuildError`` is an :class:`InternalError`) but never
@@ -52,6 +55,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ArtifactMismatch",
+    "BudgetExhausted",
     "Conflict",
     "DockerUnavailable",
     "Forbidden",
@@ -61,6 +65,8 @@ __all__ = [
     "LaunchFailed",
     "LaunchTimeout",
     "MethodNotAllowed",
+    "ModelError",
+    "ModelUnavailable",
     "NotFound",
     "NotInitialized",
     "PatchVersionNotFound",
@@ -207,6 +213,31 @@ class InternalError(RoundtableError):
 
     code = "internal"
     http_status = 500
+
+
+# Model gateway codes: why the supervisor's model gateway refused a role's request. A launch whose
+# provider met one of these ends ``failed`` with the code as its ``reason``.
+
+
+class ModelUnavailable(RoundtableError):
+    """The model server could not be reached (connection refused, unreachable, timed out)."""
+
+    code = "model_unavailable"
+    http_status = 502
+
+
+class ModelError(RoundtableError):
+    """The model server answered, but not with a chat completion (a non-200 status or a bad body)."""
+
+    code = "model_error"
+    http_status = 502
+
+
+class BudgetExhausted(RoundtableError):
+    """The launch's token budget or model turn limit is spent; no further request goes upstream."""
+
+    code = "budget_exhausted"
+    http_status = 429
 
 
 def error_classes() -> list[type[RoundtableError]]:

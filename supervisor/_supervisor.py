@@ -14,6 +14,14 @@ launch``. For one launch it:
    socket server, removes the runtime directory, and returns the recorded outcome with the
    warnings the oracle wrote.
 
+A launch whose provider could not do its job ends ``failed`` with a reason. The model gateway's
+record is authoritative: when the container stops, the first failure the gateway saw
+(``model_unavailable``, ``model_error``, ``budget_exhausted``) is noted on the launch
+(:meth:`~store.launches.LaunchStore.note_failure`), so it ends ``failed`` with that reason and the
+gateway's message whatever exit status the container reports. A container that says its provider
+failed when the gateway saw nothing ends ``failed`` with ``provider_failed``. Warnings written
+before the failure stay: they were real.
+
 Launches run concurrently up to ``[supervisor] max_concurrent_launches``. At start the supervisor
 reaps what a previous one left behind: labelled containers, runtime directories, launches still
 marked active (failed as ``supervisor_restarted``) and their grants (revoked).
@@ -72,12 +80,13 @@ class LaunchResult:
     warnings: list[Event] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"id", "status", "exit_code", "reason", "provider", "warnings": [...], ...}``."""
+        """``{"id", "status", "exit_code", "reason", "error", "provider", "warnings": [...], ...}``."""
         return {
             "id": self.launch.id,
             "status": str(self.launch.status),
             "exit_code": self.launch.exit_code,
             "reason": self.launch.reason,
+            "error": self.launch.error,
             "provider": self.launch.provider,
             "proposal_id": self.launch.proposal_id,
             "usage": self.launch.usage,
@@ -245,6 +254,7 @@ class Supervisor:
                 async def phase(step: LaunchPhase) -> None:
                     if step is LaunchPhase.STOPPED:
                         await self._revoke(grant_id, "launch_stopped")
+                        await self._note_model_failure(launch.id, gateway)
                     await _report(on_phase, str(step), {"launch_id": launch.id})
 
                 handed_over = True
@@ -290,6 +300,16 @@ class Supervisor:
             )
         except RoundtableError as exc:  # already final: nothing more to record
             _log.info("launch_already_final", launch_id=launch_id, detail=exc.message)
+
+    async def _note_model_failure(self, launch_id: str, gateway: ModelGateway) -> None:
+        """Note the gateway's first failure on the launch before its end is recorded (see the module
+        docstring); the launcher's end then becomes ``failed`` with that reason."""
+        if gateway.failure is None:
+            return
+        _log.info("launch_provider_failed", launch_id=launch_id, reason=gateway.failure.reason)
+        await self.store.db.run(
+            self.store.launches.note_failure, launch_id, gateway.failure.reason, gateway.failure.message
+        )
 
     async def _revoke(self, grant_id: str, reason: str) -> None:
         await self.store.db.run(self.store.grants.revoke, grant_id, actor=_ACTOR, reason=reason)

@@ -3,9 +3,11 @@
 The container has no network. Model requests go to the supervisor's model gateway over the
 launch socket (``POST /model/v1/chat/completions``, authenticated by the same grant token); the
 supervisor adds the provider's credentials, which never enter the container, forwards the
-request, enforces the launch's token budget and records usage. The loop ends when the model stops
-calling tools, after ``max_turns`` turns, or when the gateway refuses a request because the
-budget is spent.
+request, enforces the launch's token budget and turn limit and records usage. The loop ends when
+the model stops calling tools. When the gateway refuses a request (the model server is
+unreachable, answered badly, or the budget or turn limit is spent) the provider has not done its
+job: :class:`GatewayRefused` propagates, with the gateway's reason, and the runner exits with its
+provider-failed status. Warnings already written stay.
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ __all__ = ["ChatGateway", "GatewayRefused", "ToolDescription", "run_openai"]
 
 
 class GatewayRefused(Exception):
-    """The model gateway refused a request (budget spent, model server down, ...)."""
+    """The model gateway refused a request; ``reason`` is its error code (``model_unavailable``,
+    ``model_error``, ``budget_exhausted``, ...), ``message`` its explanation."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
 
 
 class ChatGateway(Protocol):
@@ -69,7 +77,8 @@ async def run_openai(
     max_turns: int,
     model: str = "default",
 ) -> ProviderReport:
-    """Drive the oracle's tools with the model until it stops, runs out of turns, or of budget."""
+    """Drive the oracle's tools with the model until it stops; :class:`GatewayRefused` if the gateway
+    refuses a request (its turn limit refuses the request after the last allowed turn)."""
     report = ProviderReport(provider="openai")
     by_function = {_function_name(tool.name): tool.name for tool in available}
     messages: list[dict[str, Any]] = [
@@ -79,19 +88,11 @@ async def run_openai(
             "content": "Review the proposal bound to your capability, following your instructions.",
         },
     ]
-    for _turn in range(max_turns):
-        try:
-            response = await gateway.complete(
-                {
-                    "model": model,
-                    "messages": messages,
-                    "tools": _tool_payload(available),
-                    "tool_choice": "auto",
-                }
-            )
-        except GatewayRefused as exc:
-            report.notes.append(f"model gateway refused: {exc}")
-            return report
+    # One request more than the turn limit: the gateway, which enforces the limit, refuses it.
+    for _turn in range(max_turns + 1):
+        response = await gateway.complete(
+            {"model": model, "messages": messages, "tools": _tool_payload(available), "tool_choice": "auto"}
+        )
         choice = (response.get("choices") or [{}])[0]
         message = choice.get("message") or {}
         calls = message.get("tool_calls") or []
@@ -102,8 +103,7 @@ async def run_openai(
             return report
         for call in calls:
             messages.append(await _run_call(tools, by_function, call, report))
-    report.notes.append(f"stopped after {max_turns} turns")
-    return report
+    raise GatewayRefused("budget_exhausted", f"the model was still calling tools after {max_turns + 1} turns")
 
 
 async def _run_call(

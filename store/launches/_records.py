@@ -27,6 +27,8 @@ __all__ = [
     "MAX_ERROR_CHARS",
     "MAX_LABEL_CHARS",
     "MAX_LOG_TAIL_BYTES",
+    "PROVIDER_FAILED",
+    "PROVIDER_FAILED_EXIT",
     "TERMINAL_STATUSES",
     "TRANSITIONS",
     "Launch",
@@ -35,12 +37,20 @@ __all__ = [
     "check_image",
     "check_label",
     "check_optional_label",
+    "check_text",
     "launch_from_row",
     "truncate",
 ]
 
 MAX_LOG_TAIL_BYTES = 64 * 1024
 MAX_ERROR_CHARS = 2_000
+
+PROVIDER_FAILED_EXIT = 4
+"""The exit status by which a role container says its provider failed (``roles.runner``'s
+``EXIT_PROVIDER_FAILED``; a test keeps the two equal)."""
+PROVIDER_FAILED = "provider_failed"
+"""The reason of a launch whose container said its provider failed when the supervisor's model
+gateway saw no failure of its own (otherwise the gateway's reason is used)."""
 
 
 class LaunchStatus(StrEnum):

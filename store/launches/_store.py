@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
@@ -36,6 +37,8 @@ from store.launches._records import (
     MAX_ERROR_CHARS,
     MAX_LABEL_CHARS,
     MAX_LOG_TAIL_BYTES,
+    PROVIDER_FAILED,
+    PROVIDER_FAILED_EXIT,
     TERMINAL_STATUSES,
     TRANSITIONS,
     Launch,
@@ -44,6 +47,7 @@ from store.launches._records import (
     check_image,
     check_label,
     check_optional_label,
+    check_text,
     launch_from_row,
     truncate,
 )
@@ -61,6 +65,28 @@ __all__ = [
 ]
 
 _ACTOR = "supervisor"
+
+
+@dataclass(frozen=True)
+class _End:
+    status: LaunchStatus
+    reason: str | None
+    error: str | None
+
+
+def _end(
+    current: Launch, status: LaunchStatus, exit_code: int | None, reason: str | None, error: str | None
+) -> _End:
+    """How a launch really ends: a noted failure (see :meth:`LaunchStore.note_failure`) wins over an
+    ``exited`` or ``failed`` end; a provider-failed exit without one gets the generic reason."""
+    if status not in (LaunchStatus.EXITED, LaunchStatus.FAILED):
+        return _End(status, reason, error)
+    if current.active and current.reason is not None:
+        return _End(LaunchStatus.FAILED, current.reason, current.error or error)
+    if status is LaunchStatus.FAILED and exit_code == PROVIDER_FAILED_EXIT and reason == "nonzero_exit":
+        message = "the role's provider failed and the model gateway recorded no failure; see the log"
+        return _End(status, PROVIDER_FAILED, error or message)
+    return _End(status, reason, error)
 
 
 class LaunchStore:
@@ -191,7 +217,12 @@ class LaunchStore:
         log_tail: str | None = None,
         usage: dict[str, Any] | None = None,
     ) -> Launch:
-        """Move to a terminal ``status``; ``role.exited`` for ``exited``, ``role.failed`` otherwise."""
+        """Move to a terminal ``status``; ``role.exited`` for ``exited``, ``role.failed`` otherwise.
+
+        A cause noted with :meth:`note_failure` wins over an ``exited`` or ``failed`` end: the launch
+        ends ``failed`` with the noted reason and error. Without one, a container that exits with
+        :data:`PROVIDER_FAILED_EXIT` ends ``failed`` with reason :data:`PROVIDER_FAILED`.
+        """
         status = LaunchStatus(status)
         if status not in TERMINAL_STATUSES:
             raise InvalidArgument(f"{status} is not a terminal launch status")
@@ -199,17 +230,51 @@ class LaunchStore:
             raise InvalidArgument("exit_code must be an integer")
         if status is LaunchStatus.EXITED and exit_code not in (None, 0):
             raise InvalidArgument("a launch that exited non-zero is failed, not exited")
-        columns: dict[str, Any] = {
-            "ended_at": None,
-            "exit_code": exit_code,
-            "reason": truncate(reason, MAX_LABEL_CHARS),
-            "error": truncate(error, MAX_ERROR_CHARS),
-            "log_tail": None if log_tail is None else bounded_tail(log_tail),
-            "usage": None if usage is None else json.dumps(usage, sort_keys=True),
-        }
-        payload: dict[str, Any] = {"status": str(status), "exit_code": exit_code, "reason": columns["reason"]}
-        event = "role.exited" if status is LaunchStatus.EXITED else "role.failed"
-        return self._move(launch_id, status, event, columns, payload)
+
+        def write(conn: sqlite3.Connection) -> Launch:
+            end = _end(self._row(conn, launch_id), status, exit_code, reason, error)
+            columns: dict[str, Any] = {
+                "ended_at": None,
+                "exit_code": exit_code,
+                "reason": truncate(end.reason, MAX_LABEL_CHARS),
+                "error": truncate(end.error, MAX_ERROR_CHARS),
+                "log_tail": None if log_tail is None else bounded_tail(log_tail),
+                "usage": None if usage is None else json.dumps(usage, sort_keys=True),
+            }
+            payload: dict[str, Any] = {
+                "status": str(end.status),
+                "exit_code": exit_code,
+                "reason": columns["reason"],
+                "error": columns["error"],
+            }
+            event = "role.exited" if end.status is LaunchStatus.EXITED else "role.failed"
+            return self._move(launch_id, end.status, event, columns, payload, conn)
+
+        return self.db.write(write)
+
+    def note_failure(self, launch_id: str, reason: str, error: str) -> Launch:
+        """Note why an active launch's work failed, before its end is recorded (the first note wins).
+
+        The supervisor notes what its model gateway saw; :meth:`finish` then ends the launch
+        ``failed`` with this reason and error, whatever exit status the container reports. The row
+        keeps the note in its ``reason`` and ``error`` columns meanwhile; no event is written until
+        the launch ends.
+        """
+        reason = check_label("reason", reason)
+        error = check_text("error", error, limit=MAX_ERROR_CHARS)
+
+        def write(conn: sqlite3.Connection) -> Launch:
+            current = self._row(conn, launch_id)
+            if not current.active:
+                raise Conflict(f"launch {launch_id} is {current.status}; its end is already recorded")
+            if current.reason is None:
+                conn.execute(
+                    "UPDATE role_launches SET reason = ?, error = ?, updated_at = ? WHERE id = ?",
+                    (reason, error, utc_now_iso(), launch_id),
+                )
+            return self._row(conn, launch_id)
+
+        return self.db.write(write)
 
     def record_usage(self, launch_id: str, usage: dict[str, Any]) -> Launch:
         """Store the model usage the supervisor's gateway counted, with a ``role.model_usage`` event."""
@@ -254,7 +319,7 @@ class LaunchStore:
                     LaunchStatus.FAILED,
                     "role.failed",
                     {"ended_at": None, "reason": reason},
-                    {"status": "failed", "exit_code": None, "reason": reason},
+                    {"status": "failed", "exit_code": None, "reason": reason, "error": None},
                     conn,
                 )
                 for row in rows

@@ -155,7 +155,8 @@ def _launch(event: dict[str, Any]) -> str:
     if kind == "role.model_usage":
         return f"{launch} {payload.get('requests')} model requests, {payload.get('total_tokens')} tokens"
     status = payload.get("status", "exited" if kind == "role.exited" else "")
-    reason = f" ({payload['reason']})" if payload.get("reason") else ""
+    detail = f"{payload['reason']}: {payload['error']}" if payload.get("error") else payload.get("reason")
+    reason = f" ({detail})" if payload.get("reason") else ""
     code = f" exit {payload['exit_code']}" if payload.get("exit_code") is not None else ""
     return f"{launch} {status}{code}{reason}".strip()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from supervisor.models._gateway import ModelGateway
+from supervisor.models._gateway import ModelFailure, ModelGateway
 from supervisor.models._resynthesis import synthesizer_for
 
-__all__ = ["ModelGateway", "synthesizer_for"]
+__all__ = ["ModelFailure", "ModelGateway", "synthesizer_for"]

@@ -9,6 +9,13 @@ launch's limits: only known fields are forwarded (never ``stream``, ``n`` or oth
 outside the accounting), ``max_tokens`` is capped to what remains of the token budget, at most
 ``max_turns`` requests go upstream, and once either is spent every further request is refused with
 429 ``budget_exhausted``. Usage is accumulated for the launch record.
+
+The gateway is also the authority on why a launch's model calls failed: it records the first
+failure it saw (:attr:`ModelGateway.failure`) as a :class:`ModelFailure` — ``model_unavailable``
+(the server could not be reached), ``model_error`` (it answered non-200, or not a chat completion)
+or ``budget_exhausted`` — and answers the role with the same code. The supervisor ends the launch
+``failed`` with that reason and message, whatever the container says about itself. Messages name
+the server's address and status, never the API key.
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ from starlette.routing import Route
 
 from store import parse_decimal
 from store.config import OpenAIProviderConfig
+from store.errors import BudgetExhausted, InvalidArgument, ModelError, ModelUnavailable, RoundtableError
 
-__all__ = ["GATEWAY_PATH", "ModelGateway", "ModelUsage"]
+__all__ = ["GATEWAY_PATH", "ModelFailure", "ModelGateway", "ModelUsage"]
 
 GATEWAY_PATH = "/model/v1/chat/completions"
 _MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -60,8 +68,17 @@ class ModelUsage:
         }
 
 
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+@dataclass(frozen=True)
+class ModelFailure:
+    """The first failure the gateway saw on a launch: its ``reason`` (an error code) and message."""
+
+    reason: str
+    message: str
+
+
+def _error(exc: RoundtableError, status: int | None = None) -> JSONResponse:
+    body = {"error": {"code": exc.code, "message": exc.message}}
+    return JSONResponse(body, status_code=status or exc.http_status)
 
 
 # What a role may ask of the model. Everything else (stream, n, max_completion_tokens, logit_bias,
@@ -82,6 +99,8 @@ class ModelGateway:
     launch_id: str
     usage: ModelUsage = field(default_factory=ModelUsage)
     transport: httpx2.AsyncBaseTransport | None = None
+    failure: ModelFailure | None = None
+    """The first failure seen (set once; later ones do not replace it)."""
     _reserved: int = 0
     _started: int = 0
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -99,18 +118,18 @@ class ModelGateway:
         """Forward one request (the auth middleware has already checked the grant)."""
         body_bytes = await _read_bounded(request)
         if body_bytes is None:
-            return _error(413, "invalid_argument", "the request is larger than 4 MiB")
+            return _error(InvalidArgument("the request is larger than 4 MiB"), 413)
         try:
             body = json.loads(body_bytes)
         except ValueError:
-            return _error(400, "invalid_argument", "the request is not JSON")
+            return _error(InvalidArgument("the request is not JSON"))
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "invalid_argument", "a chat-completions request needs a messages list")
+            return _error(InvalidArgument("a chat-completions request needs a messages list"))
         async with self._lock:
             refusal = self._refusal()
             if refusal is not None:
                 self.usage.refused += 1
-                return _error(429, "budget_exhausted", refusal)
+                return self._fail(BudgetExhausted(refusal))
             requested = body.get("max_tokens")
             allowance = self.remaining
             if isinstance(requested, int) and not isinstance(requested, bool) and requested > 0:
@@ -121,23 +140,31 @@ class ModelGateway:
         forwarded.update(model=self.config.model, max_tokens=allowance, stream=False, n=1)
         # Until the server says otherwise, assume the whole allowance was spent.
         prompt, completion = 0, allowance
+        server = self.config.base_url
         try:
             try:
                 response = await self._post(forwarded)
             except httpx2.ConnectError:
                 prompt, completion = 0, 0  # it never reached the server: nothing was spent
-                return _error(
-                    502, "launch_failed", f"the model server at {self.config.base_url} is unreachable"
-                )
+                return self._fail(ModelUnavailable(f"the model server at {server} is unreachable"))
+            except httpx2.TimeoutException:
+                return self._fail(ModelUnavailable(f"the model server at {server} timed out"))
             except httpx2.HTTPError as exc:
                 _log.warning("model_failed", launch_id=self.launch_id, error=type(exc).__name__)
-                return _error(502, "launch_failed", f"the model server at {self.config.base_url} failed")
+                return self._fail(
+                    ModelUnavailable(f"the model server at {server} failed: {type(exc).__name__}")
+                )
             try:
                 answer = response.json()
             except ValueError:
                 answer = None
-            if response.status_code != 200 or not isinstance(answer, dict):
-                return _error(502, "launch_failed", f"the model server answered {response.status_code}")
+            if response.status_code != 200:
+                return self._fail(ModelError(f"the model server at {server} answered {response.status_code}"))
+            if not _is_completion(answer):
+                return self._fail(
+                    ModelError(f"the model server at {server} answered 200 with no chat completion")
+                )
+            assert isinstance(answer, dict)
             reported_raw = answer.get("usage")
             reported: dict[str, Any] = reported_raw if isinstance(reported_raw, dict) else {}
             prompt, completion = (
@@ -155,6 +182,18 @@ class ModelGateway:
                 self.usage.prompt_tokens += prompt
                 self.usage.completion_tokens += completion
             _log.info("model_call", launch_id=self.launch_id, total_tokens=self.usage.total_tokens)
+
+    def _fail(self, exc: RoundtableError) -> JSONResponse:
+        """Record ``exc`` as the launch's failure if it is the first, and answer the role with it."""
+        message = exc.message
+        api_key = os.environ.get(self.config.api_key_env, "")
+        if api_key:
+            message = message.replace(api_key, "[redacted]")
+            exc = type(exc)(message)
+        if self.failure is None:
+            self.failure = ModelFailure(reason=exc.code, message=message)
+            _log.warning("model_gateway_failure", launch_id=self.launch_id, reason=exc.code, error=message)
+        return _error(exc)
 
     def _refusal(self) -> str | None:
         """Why the next request may not go upstream, if it may not."""
@@ -187,6 +226,14 @@ async def _read_bounded(request: Request) -> bytes | None:
             return None
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _is_completion(answer: object) -> bool:
+    """Whether ``answer`` has the shape of a chat completion: an object with a non-empty choices list."""
+    if not isinstance(answer, dict):
+        return False
+    choices = answer.get("choices")
+    return isinstance(choices, list) and bool(choices) and isinstance(choices[0], dict)
 
 
 def _count(value: Any) -> int:

@@ -1,6 +1,8 @@
 """A scripted OpenAI-compatible chat-completions server for tests, served over real HTTP.
 
-Each request is answered by the next function of a script; requests are kept for assertions.
+Each request is answered by the next function of a script; requests are kept for assertions. A
+turn returns a completion (a dict, sent as JSON) or any Starlette response, for faults such as
+:func:`server_error` and :func:`garbage`.
 """
 
 from __future__ import annotations
@@ -12,12 +14,12 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-Turn = Callable[[dict[str, Any]], dict[str, Any]]
+Turn = Callable[[dict[str, Any]], dict[str, Any] | Response]
 
-__all__ = ["ScriptedModel", "Turn", "final", "tool_call", "tool_calls"]
+__all__ = ["ScriptedModel", "Turn", "final", "garbage", "server_error", "tool_call", "tool_calls"]
 
 
 def tool_call(name: str, arguments: dict[str, Any], call_id: str) -> dict[str, Any]:
@@ -47,6 +49,16 @@ def final(text: str) -> dict[str, Any]:
     }
 
 
+def server_error(body: dict[str, Any]) -> Response:
+    """A turn that fails: 500 with an error object, as a broken server would answer."""
+    return JSONResponse({"error": {"message": "the model crashed", "type": "server_error"}}, status_code=500)
+
+
+def garbage(body: dict[str, Any]) -> Response:
+    """A turn that answers 200 with a body that is not JSON at all."""
+    return Response(b"<html><body>502 Bad Gateway</body></html>", media_type="text/html")
+
+
 @dataclass
 class ScriptedModel:
     """The server's state: the script, the requests seen and their headers."""
@@ -58,14 +70,15 @@ class ScriptedModel:
     def app(self) -> Starlette:
         """The ASGI app: ``POST /v1/chat/completions``."""
 
-        async def complete(request: Request) -> JSONResponse:
+        async def complete(request: Request) -> Response:
             body = await request.json()
             self.requests.append(body)
             self.authorizations.append(request.headers.get("authorization"))
             index = len(self.requests) - 1
             if index >= len(self.script):
                 return JSONResponse(final("script finished"))
-            return JSONResponse(self.script[index](body))
+            answer = self.script[index](body)
+            return answer if isinstance(answer, Response) else JSONResponse(answer)
 
         return Starlette(routes=[Route("/v1/chat/completions", complete, methods=["POST"])])
 

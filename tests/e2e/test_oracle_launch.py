@@ -112,7 +112,7 @@ async def test_a_crashing_role_is_recorded_failed_and_cleaned_up(
         with anyio.fail_after(120):
             result = await supervisor.launch_role("memory_oracle", scene.proposal_id)
     assert result.launch.status is LaunchStatus.FAILED
-    assert result.launch.reason == "nonzero_exit"
+    assert result.launch.reason == "provider_failed"  # exit 4, the gateway saw nothing (issue 12)
     assert "artifact_mismatch" in (result.launch.log_tail or "")
     assert result.warnings == []
     _assert_cleaned_up(store, docker_sdk, result.launch.id)

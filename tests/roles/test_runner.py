@@ -15,16 +15,24 @@ import pytest
 from capabilities.services import Services
 from capabilities.serving._transports import build_launch_app, serving
 from roles import runner
-from roles.runner import EXIT_NO_CHANNEL, EXIT_NO_GRANT
+from roles.runner import EXIT_NO_CHANNEL, EXIT_NO_GRANT, EXIT_PROVIDER_FAILED
 from store import Store
+from store.config import OpenAIProviderConfig
+from store.launches import PROVIDER_FAILED_EXIT
+from supervisor.models import ModelGateway
 from tests.capabilities.oracle_helpers import build_world
 
 pytestmark = pytest.mark.anyio
 
 
 async def _runner(*args: str) -> tuple[int, str]:
+    code, _, err = await _run_runner(*args)
+    return code, err
+
+
+async def _run_runner(*args: str) -> tuple[int, str, str]:
     result = await anyio.run_process([sys.executable, "-m", "roles.runner", *args], check=False)
-    return result.returncode, result.stderr.decode()
+    return result.returncode, result.stdout.decode(), result.stderr.decode()
 
 
 async def test_no_socket_is_exit_2() -> None:
@@ -98,3 +106,63 @@ def test_the_runner_knows_every_provider_the_supervisor_can_ask_for() -> None:
 
     assert sorted(PROVIDER_NAMES) == sorted(ProviderName)
     assert ProjectConfig().roles.memory_oracle.provider == ProviderName.JUDGE == PROVIDER_NAMES[0]
+
+
+# -- a provider that fails: exit 4 and one JSON line naming the gateway's reason ------------------
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def _openai_run(store: Store, gateway: ModelGateway) -> tuple[int, str, str]:
+    world = build_world(store)
+    with tempfile.TemporaryDirectory(prefix="rtr-", dir="/tmp") as tmp:
+        socket_path = Path(tmp) / "mcp.sock"
+        token_file = Path(tmp) / "token"
+        token_file.write_text(world.token)
+        app = build_launch_app(Services(store=store), world.grant_id, extra_routes=[gateway.route()])
+        async with serving(app, uds=socket_path):
+            return await _run_runner(
+                "--socket", str(socket_path), "--token-file", str(token_file), "--provider", "openai"
+            )
+
+
+def _failure_line(out: str) -> dict[str, str]:
+    lines = out.strip().splitlines()
+    assert len(lines) == 1, out
+    body: dict[str, dict[str, str]] = json.loads(lines[0])
+    return body["provider_failed"]
+
+
+async def test_an_unreachable_model_is_a_provider_failure_naming_model_unavailable(store: Store) -> None:
+    config = OpenAIProviderConfig(base_url=f"http://127.0.0.1:{_closed_port()}/v1")
+    gateway = ModelGateway(config, "L-test")
+    code, out, err = await _openai_run(store, gateway)
+    assert code == EXIT_PROVIDER_FAILED == PROVIDER_FAILED_EXIT
+    failure = _failure_line(out)
+    assert (failure["provider"], failure["reason"]) == ("openai", "model_unavailable")
+    assert "unreachable" in failure["message"]
+    assert "model_unavailable" in err
+    assert gateway.failure is not None and gateway.failure.reason == "model_unavailable"
+
+
+async def test_a_spent_turn_limit_is_a_provider_failure_naming_budget_exhausted(store: Store) -> None:
+    import httpx2
+
+    def keep_calling(request: httpx2.Request) -> httpx2.Response:
+        call = {"id": "c1", "type": "function", "function": {"name": "task__history", "arguments": "{}"}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return httpx2.Response(200, json={"choices": [{"index": 0, "message": message}]})
+
+    config = OpenAIProviderConfig(base_url="http://model.invalid/v1", max_turns=2)
+    gateway = ModelGateway(config, "L-test", transport=httpx2.MockTransport(keep_calling))
+    code, out, _ = await _openai_run(store, gateway)
+    assert code == EXIT_PROVIDER_FAILED
+    assert _failure_line(out)["reason"] == "budget_exhausted"
+    assert gateway.usage.requests == 2 and gateway.usage.refused == 1
+    assert gateway.failure is not None and gateway.failure.reason == "budget_exhausted"

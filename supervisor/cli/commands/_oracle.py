@@ -2,9 +2,10 @@
 
 The explicit launch of the MemoryOracle for one proposal. Progress goes to stderr as it happens
 (readable lines on a terminal, JSON lines with ``--json``). With ``--wait`` the command returns
-when the container has exited and prints ``{"launch": {"id", "status", "exit_code", "warnings"}}``;
-each warning event also carries ``cited_memories`` (ID, title, status, looked up in the store), and
-the readable output shows each warning whole (:func:`~supervisor.cli._timeline_text.warning_lines`).
+when the container has exited and prints ``{"launch": {"id", "status", "exit_code", "reason",
+"error", "warnings"}}`` (a ``failed`` launch's reason and error also on a line of their own); each
+warning event also carries ``cited_memories`` (ID, title, status, looked up in the store), and the
+readable output shows each warning whole (:func:`~supervisor.cli._timeline_text.warning_lines`).
 Without it, the launch continues in a detached supervisor process and the command prints the
 launch's ID as soon as the launch is recorded.
 """
@@ -74,6 +75,8 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     lines = [
         f"launch {body['id']}: {body['status']} (exit code {body['exit_code']}), {len(warnings)} warning(s)"
     ]
+    if body["status"] == "failed":
+        lines.append(f"  failed: {body['reason']}" + (f": {body['error']}" if body.get("error") else ""))
     for event in warnings:
         block = warning_lines(event["payload"], event["cited_memories"])
         lines += ["", f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]

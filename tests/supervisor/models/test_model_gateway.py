@@ -125,3 +125,100 @@ async def test_a_failed_upstream_answer_is_charged_its_reservation() -> None:
     assert gateway.usage.total_tokens == 300
     assert second.status_code == 429
     assert len(upstream.requests) == 1
+
+
+# -- the recorded failure: the first one, with its reason, answered with the same code ---------------
+
+
+async def _post_twice(gateway: ModelGateway, client: httpx2.AsyncClient) -> list[httpx2.Response]:
+    async with client:
+        return [await client.post(GATEWAY_PATH, json=_chat()) for _ in range(2)]
+
+
+async def test_an_unreachable_server_is_recorded_as_model_unavailable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RT_GATEWAY_TEST_KEY", "sk-never-shown")
+
+    def refuse(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused", request=request)
+
+    settings = OpenAIProviderConfig(base_url="http://model.invalid/v1", api_key_env="RT_GATEWAY_TEST_KEY")
+    gateway = ModelGateway(settings, "L-test", transport=httpx2.MockTransport(refuse))
+    app = Starlette(routes=[gateway.route()])
+    client = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://launch")
+    first, _ = await _post_twice(gateway, client)
+    assert first.status_code == 502
+    assert first.json()["error"]["code"] == "model_unavailable"
+    assert gateway.failure is not None
+    assert gateway.failure.reason == "model_unavailable"
+    assert "http://model.invalid/v1" in gateway.failure.message
+    assert "unreachable" in gateway.failure.message
+    assert "sk-never-shown" not in gateway.failure.message
+    assert gateway.usage.total_tokens == 0
+
+
+async def test_a_timeout_is_recorded_as_model_unavailable() -> None:
+    def slow(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadTimeout("timed out", request=request)
+
+    settings = OpenAIProviderConfig(base_url="http://model.invalid/v1")
+    gateway = ModelGateway(settings, "L-test", transport=httpx2.MockTransport(slow))
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=Starlette(routes=[gateway.route()])), base_url="http://launch"
+    )
+    first, _ = await _post_twice(gateway, client)
+    assert first.json()["error"]["code"] == "model_unavailable"
+    assert gateway.failure is not None
+    assert gateway.failure.reason == "model_unavailable"
+    assert "timed out" in gateway.failure.message
+
+
+async def test_a_server_error_is_recorded_as_model_error_and_stays_the_first_failure() -> None:
+    upstream = Upstream(status=500)
+    gateway, client = _gateway(upstream, max_tokens=300)
+    first, second = await _post_twice(gateway, client)
+    assert (first.status_code, first.json()["error"]["code"]) == (502, "model_error")
+    # The budget is then spent and the next request is refused, but the first failure stays.
+    assert (second.status_code, second.json()["error"]["code"]) == (429, "budget_exhausted")
+    assert gateway.failure is not None
+    assert gateway.failure.reason == "model_error"
+    assert "answered 500" in gateway.failure.message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"<html>not json</html>", b'{"object": "error"}', b'{"choices": []}', b"[1, 2]"],
+)
+async def test_a_200_that_is_not_a_chat_completion_is_a_model_error(answer: bytes) -> None:
+    def garbage(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=answer)
+
+    settings = OpenAIProviderConfig(base_url="http://model.invalid/v1")
+    gateway = ModelGateway(settings, "L-test", transport=httpx2.MockTransport(garbage))
+    client = httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=Starlette(routes=[gateway.route()])), base_url="http://launch"
+    )
+    first, _ = await _post_twice(gateway, client)
+    assert (first.status_code, first.json()["error"]["code"]) == (502, "model_error")
+    assert gateway.failure is not None
+    assert gateway.failure.reason == "model_error"
+    assert "no chat completion" in gateway.failure.message
+
+
+async def test_a_spent_turn_limit_is_recorded_as_budget_exhausted() -> None:
+    upstream = Upstream(usage_of_max=False)
+    gateway, client = _gateway(upstream, max_tokens=100_000, max_turns=1)
+    first, second = await _post_twice(gateway, client)
+    assert first.status_code == 200
+    assert gateway.failure is not None
+    assert (second.status_code, second.json()["error"]["code"]) == (429, "budget_exhausted")
+    assert gateway.failure.reason == "budget_exhausted"
+    assert "1 model turns" in gateway.failure.message
+
+
+async def test_a_launch_that_never_failed_records_no_failure() -> None:
+    gateway, client = _gateway(Upstream(usage_of_max=False), max_tokens=100_000, max_turns=5)
+    responses = await _post_twice(gateway, client)
+    assert [response.status_code for response in responses] == [200, 200]
+    assert gateway.failure is None
