@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
 from store._oracle import MAX_CITATIONS, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
 from store._text import TEXT_PATTERN
@@ -39,7 +40,9 @@ from store.patches import PatchArtifactStore, patch_relative_path
 from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, TimelineStore, WorkspaceStore
 
 __all__ = [
+    "FEEDBACK_EVENT",
     "MAX_CITATIONS",
+    "MAX_REASON_CHARS",
     "TEXT_PATTERN",
     "ArtifactMismatch",
     "Conflict",
@@ -65,6 +68,7 @@ __all__ = [
     "MemoryStore",
     "NotFound",
     "NotInitialized",
+    "OracleFeedback",
     "OracleStore",
     "PatchArtifactStore",
     "ProjectConfig",
@@ -78,6 +82,7 @@ __all__ = [
     "TimelineStore",
     "Unauthenticated",
     "UnsafePath",
+    "Verdict",
     "WorkspaceStore",
     "append_event",
     "apply_migrations",
