@@ -95,6 +95,7 @@ async def test_an_operator_gives_feedback_and_reads_stats(
 async def test_the_oracle_may_not_judge_its_own_warnings(
     where: str, services: Services, store: Store, world: OracleWorld, warning_id: int, tmp_path: Path
 ) -> None:
+    place: dict[str, Any]
     if where == "uds-launch":
         app, place = build_launch_app(services, world.grant_id), {"uds": str(tmp_path / "launch.sock")}
     else:

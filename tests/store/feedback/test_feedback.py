@@ -185,14 +185,22 @@ def test_stats_per_provider_over_several_launches(store: Store, seeded: dict[str
     assert payload["provider"] == "judge" and payload["launch_id"] == judge_a
 
 
-def test_stats_reads_through_the_type_index(store: Store) -> None:
-    plans = store.db.read(
-        lambda conn: [
-            " ".join(
-                str(row[3])
-                for row in conn.execute(f"EXPLAIN QUERY PLAN SELECT id FROM events WHERE type = ?", (t,))
-            )
-            for t in (FEEDBACK_EVENT, "memory.oracle_warning")
+def test_stats_reads_no_full_scan_of_the_events(store: Store, seeded: dict[str, Any]) -> None:
+    OracleFeedback(store.db).give(seeded["warning_event_id"], "confirmed", actor="alice")
+    statements: list[str] = []
+
+    def read(conn: sqlite3.Connection) -> list[str]:
+        conn.set_trace_callback(statements.append)
+        try:
+            OracleFeedback(store.db)._stats(conn)
+        finally:
+            conn.set_trace_callback(None)
+        selects = [sql for sql in statements if sql.lstrip().upper().startswith("SELECT")]
+        return [
+            " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql)) for sql in selects
         ]
-    )
-    assert all("events_by_type" in plan for plan in plans), plans
+
+    plans = store.db.read(read)
+    assert len(plans) >= 2, statements
+    assert not [plan for plan in plans if "SCAN events" in plan or "SCAN role_launches" in plan], plans
+    assert sum("events_by_type" in plan for plan in plans) == 2, plans
