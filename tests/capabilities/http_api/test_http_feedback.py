@@ -11,6 +11,7 @@ from store import FEEDBACK_EVENT, Store
 from store.events import list_events
 from store.events._audit import list_audit
 from tests.capabilities.api_helpers import assert_error, running_api, seed_review, table_counts
+from tests.store.feedback.helpers import stats_row
 
 pytestmark = pytest.mark.anyio
 
@@ -35,18 +36,7 @@ async def test_feedback_writes_an_event_and_its_audit_row(
         assert event["payload"]["reason"] == "renamed only"
         stats = await api.client.get("/oracle/stats")
         assert stats.status_code == 200, stats.text
-        assert stats.json() == {
-            "providers": [
-                {
-                    "provider": "unknown",
-                    "warnings": 1,
-                    "confirmed": 0,
-                    "dismissed": 1,
-                    "unreviewed": 0,
-                    "precision": 0.0,
-                }
-            ]
-        }
+        assert stats.json() == {"providers": [stats_row("unknown", 1, 0, 1, 0, 0.0)]}
     audit = store.db.read(lambda conn: list_audit(conn, target_id=str(warning_id)))
     assert [(row.action, row.actor, row.event_id) for row in audit] == [
         ("oracle.feedback", "alice", event["id"])

@@ -13,8 +13,10 @@ from capabilities.services import Services
 from capabilities.serving._transports import BoundAddress, build_asgi_app, build_launch_app, serving
 from store import OracleStore, Store
 from tests.capabilities.api_helpers import table_counts
-from tests.capabilities.http_helpers import body, mcp_client
+from tests.capabilities.http_helpers import mcp_client
+from tests.capabilities.mcp.test_oracle_tools import call
 from tests.capabilities.oracle_helpers import OracleWorld, build_world
+from tests.store.feedback.helpers import stats_row
 
 pytestmark = pytest.mark.anyio
 
@@ -45,13 +47,6 @@ async def operator(services: Services, store: Store) -> AsyncIterator[Client]:
         yield c
 
 
-async def call(client: Client, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(name, arguments)
-    answer = body(result)
-    assert result.is_error == ("error" in answer)
-    return answer
-
-
 async def test_an_operator_gives_feedback_and_reads_stats(
     operator: Client, store: Store, warning_id: int
 ) -> None:
@@ -69,18 +64,7 @@ async def test_an_operator_gives_feedback_and_reads_stats(
     assert event["payload"]["warning_event_id"] == warning_id
     assert event["payload"]["reason"] is None
     answer = await call(operator, "oracle.stats", {})
-    assert answer == {
-        "providers": [
-            {
-                "provider": "unknown",
-                "warnings": 1,
-                "confirmed": 1,
-                "dismissed": 0,
-                "unreviewed": 0,
-                "precision": 1.0,
-            }
-        ]
-    }
+    assert answer == {"providers": [stats_row("unknown", 1, 1, 0, 0, 1.0)]}
     before = table_counts(store)
     missing = await call(operator, "oracle.feedback", {"warning_event_id": 999_999, "verdict": "dismissed"})
     assert missing["error"]["code"] == "not_found"

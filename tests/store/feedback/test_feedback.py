@@ -12,6 +12,7 @@ from store.errors import InvalidArgument, NotFound
 from store.events import append_event, list_events
 from store.events._audit import list_audit
 from tests.capabilities.api_helpers import seed_review, table_counts
+from tests.store.feedback.helpers import stats_row
 
 
 def _warning(store: Store, proposal_id: str, launch_id: str | None) -> int:
@@ -120,16 +121,7 @@ def test_the_latest_verdict_of_each_operator_counts(store: Store, seeded: dict[s
     feedback.give(warning_id, "confirmed", actor="alice")  # alice changes her mind
     assert feedback.verdicts(pid) == {warning_id: "confirmed"}
     stats = feedback.stats()["providers"]
-    assert stats == [
-        {
-            "provider": "unknown",
-            "warnings": 1,
-            "confirmed": 1,
-            "dismissed": 0,
-            "unreviewed": 0,
-            "precision": 1.0,
-        }
-    ]
+    assert stats == [stats_row("unknown", 1, 1, 0, 0, 1.0)]
     feedback.give(warning_id, "dismissed", actor="bob")  # one each: the most recent decides
     assert feedback.verdicts(pid) == {warning_id: "dismissed"}
     feedback.give(warning_id, "confirmed", actor="carol")  # two against one
@@ -156,30 +148,9 @@ def test_stats_per_provider_over_several_launches(store: Store, seeded: dict[str
     feedback.give(lx[1], "dismissed", actor="alice")  # a tie: alice's is the most recent
     by_provider = {item["provider"]: item for item in feedback.stats()["providers"]}
     assert by_provider == {
-        "judge": {
-            "provider": "judge",
-            "warnings": 4,
-            "confirmed": 3,
-            "dismissed": 1,
-            "unreviewed": 0,
-            "precision": 0.75,
-        },
-        "lexical": {
-            "provider": "lexical",
-            "warnings": 3,
-            "confirmed": 0,
-            "dismissed": 2,
-            "unreviewed": 1,
-            "precision": 0.0,
-        },
-        "unknown": {
-            "provider": "unknown",
-            "warnings": 1,
-            "confirmed": 0,
-            "dismissed": 0,
-            "unreviewed": 1,
-            "precision": None,
-        },
+        "judge": stats_row("judge", 4, 3, 1, 0, 0.75),
+        "lexical": stats_row("lexical", 3, 0, 2, 1, 0.0),
+        "unknown": stats_row("unknown", 1, 0, 0, 1, None),
     }
     payload = store.db.read(lambda conn: list_events(conn, types=(FEEDBACK_EVENT,)))[0].payload
     assert payload["provider"] == "judge" and payload["launch_id"] == judge_a
