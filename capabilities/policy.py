@@ -48,6 +48,9 @@ OPERATOR_TOOLS: frozenset[str] = frozenset(
         "patch.reject",
         "patch.validate",
         "patch.apply",
+        # oracle feedback (maintainers judge the oracle's warnings; the oracle may not)
+        "oracle.feedback",
+        "oracle.stats",
     }
 )
 """The operator toolset (stdio and operator tokens). It has no ``oracle.warn``."""

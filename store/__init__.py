@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
 from store._oracle import MAX_CITATIONS, MAX_EVIDENCE, MAX_EVIDENCE_LINE, MAX_EVIDENCE_TEXT, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
 from store._text import TEXT_PATTERN, parse_decimal
@@ -39,10 +40,12 @@ from store.patches import PatchArtifactStore, patch_relative_path
 from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, TimelineStore, WorkspaceStore
 
 __all__ = [
+    "FEEDBACK_EVENT",
     "MAX_CITATIONS",
     "MAX_EVIDENCE",
     "MAX_EVIDENCE_LINE",
     "MAX_EVIDENCE_TEXT",
+    "MAX_REASON_CHARS",
     "TEXT_PATTERN",
     "ArtifactMismatch",
     "Conflict",
@@ -68,6 +71,7 @@ __all__ = [
     "MemoryStore",
     "NotFound",
     "NotInitialized",
+    "OracleFeedback",
     "OracleStore",
     "PatchArtifactStore",
     "ProjectConfig",
@@ -81,6 +85,7 @@ __all__ = [
     "TimelineStore",
     "Unauthenticated",
     "UnsafePath",
+    "Verdict",
     "WorkspaceStore",
     "append_event",
     "apply_migrations",

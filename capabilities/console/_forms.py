@@ -1,4 +1,4 @@
-"""The console's forms: signing in and out, and curating a memory entry.
+"""The console's forms: signing in and out, curating a memory entry, judging an oracle warning.
 
 Every POST is checked by :class:`~capabilities.console._session.ConsoleAuth` (same origin, a
 bounded form, the CSRF token) before it reaches the store, and answers with a redirect (303).
@@ -6,13 +6,15 @@ bounded form, the CSRF token) before it reaches the store, and answers with a re
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from capabilities.console._frame import console_auth, layout, page
-from capabilities.console._html import Markup, html
+from capabilities.console._html import Markup, html, join
 from capabilities.console._session import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -20,12 +22,22 @@ from capabilities.console._session import (
     safe_next,
     set_cookie,
 )
+from capabilities.console._widgets import badge
 from capabilities.http_api import ApiState, api_state
-from store import parse_decimal
+from store import MAX_REASON_CHARS, OracleFeedback, Store, Verdict, parse_decimal
 from store.access import DEFAULT_SESSION_SECONDS, ConsoleSession
-from store.errors import RoundtableError
+from store.errors import InvalidArgument, RoundtableError
 
-__all__ = ["login", "login_page", "logout", "memory_action", "memory_revise"]
+__all__ = [
+    "feedback_widget",
+    "login",
+    "login_page",
+    "logout",
+    "memory_action",
+    "memory_revise",
+    "warning_feedback",
+    "warning_feedback_forms",
+]
 
 
 async def _curation(request: Request) -> tuple[ApiState, str, dict[str, str]]:
@@ -117,3 +129,65 @@ async def login(request: Request) -> Response:
     set_cookie(response, request, SESSION_COOKIE, raw, max_age=DEFAULT_SESSION_SECONDS)
     response.delete_cookie(LOGIN_COOKIE, path="/", httponly=True, samesite="strict")
     return response
+
+
+# -- feedback on oracle warnings -----------------------------------------------------------------
+
+_VERDICT_LABELS = {Verdict.CONFIRMED: "Confirm", Verdict.DISMISSED: "Dismiss"}
+_VERDICT_TONES: dict[str, str] = {Verdict.CONFIRMED: "good", Verdict.DISMISSED: "muted"}
+
+
+def warning_feedback_forms(event_id: int, verdict: str | None, csrf: str) -> Markup:
+    """Under a warning: its current verdict and a Confirm and a Dismiss form (each with a reason)."""
+    forms = join(
+        html(
+            '<form class="feedback" method="post" action="$action">'
+            '<input type="hidden" name="csrf_token" value="$csrf">'
+            '<input type="hidden" name="verdict" value="$verdict">'
+            '<input name="reason" maxlength="$max" placeholder="reason (optional)"'
+            ' aria-label="$label reason">'
+            '<button type="submit">$label</button></form>',
+            action=f"/warnings/{event_id}/feedback",
+            csrf=csrf,
+            verdict=str(choice),
+            max=MAX_REASON_CHARS,
+            label=label,
+        )
+        for choice, label in _VERDICT_LABELS.items()
+    )
+    return html(
+        '<div class="warning-feedback" id="feedback-$id">'
+        '<p class="verdict">Verdict: $verdict</p>$forms</div>',
+        id=event_id,
+        verdict=badge(verdict or "unreviewed", tone=_VERDICT_TONES.get(verdict or "", "neutral")),
+        forms=forms,
+    )
+
+
+def feedback_widget(store: Store, proposal_id: str, csrf: str) -> Callable[[dict[str, Any]], Markup]:
+    """The feedback forms of each warning of a proposal (its verdicts read once, blocking)."""
+    verdicts = OracleFeedback(store.db).verdicts(proposal_id)
+    return lambda event: warning_feedback_forms(int(event["id"]), verdicts.get(int(event["id"])), csrf)
+
+
+@page
+async def warning_feedback(request: Request, session: ConsoleSession) -> Response:
+    """``POST /warnings/{event_id}/feedback``: confirm or dismiss a warning; back to its proposal."""
+    _, form = await console_auth(request).checked_form(request)
+    api = api_state(request)
+    raw = request.path_params["event_id"]
+    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+        raise InvalidArgument("the warning's event ID must be a positive integer")
+    feedback = OracleFeedback(api.store.db)
+    committed = await api.run(
+        feedback.give,
+        int(raw),
+        form.get("verdict", ""),
+        actor=session.name,
+        reason=form.get("reason", "").strip() or None,
+        audit=True,
+    )
+    api.changed()
+    event = committed.body["event"]
+    target = f"/proposals/{quote(str(event['proposal_id']))}#feedback-{int(raw)}"
+    return RedirectResponse(target, status_code=303)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from capabilities.console._forms import feedback_widget
 from capabilities.console._html import Markup, attr_url, esc, html, join
 from capabilities.console._widgets import (
     badge,
@@ -109,7 +110,7 @@ def _patch_section(store: Store, proposal: dict[str, Any]) -> Markup:
     return join(blocks) or html('<p class="empty">No patch versions.</p>')
 
 
-def proposal_page(store: Store, proposal_id: str) -> tuple[str, Markup, int]:
+def proposal_page(store: Store, proposal_id: str, *, csrf: str = "") -> tuple[str, Markup, int]:
     """One proposal: warnings, consensus, votes, patch versions and the timeline."""
     detail = proposal_detail(store, proposal_id)
     timeline = store.timeline.timeline(proposal_id)
@@ -117,6 +118,7 @@ def proposal_page(store: Store, proposal_id: str) -> tuple[str, Markup, int]:
     events = timeline["events"]
     warnings = [e for e in events if e["type"] == "memory.oracle_warning"]
     last_id = max((int(e["id"]) for e in events), default=0)
+    feedback = feedback_widget(store, proposal_id, csrf)
     body = html(
         '<h1>$title</h1><p class="subtitle"><span class="id">$id</span> $status by $author · task '
         '<span class="id">$task</span> · risk $risk</p>'
@@ -139,7 +141,8 @@ def proposal_page(store: Store, proposal_id: str) -> tuple[str, Markup, int]:
         risk=proposal["risk"],
         consensus=consensus_summary(detail["consensus"]),
         nwarn=len(warnings),
-        warnings=join(warning_card(w) for w in warnings) or html('<p class="empty">No warnings.</p>'),
+        warnings=join(join((warning_card(w), feedback(w))) for w in warnings)
+        or html('<p class="empty">No warnings.</p>'),
         votes=_votes_table(detail["votes"]),
         patches=_patch_section(store, proposal),
         timeline=join(timeline_item(e) for e in events),

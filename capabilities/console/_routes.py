@@ -13,7 +13,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from capabilities.console._forms import login, login_page, logout, memory_action, memory_revise
+from capabilities.console._forms import (
+    login,
+    login_page,
+    logout,
+    memory_action,
+    memory_revise,
+    warning_feedback,
+)
 from capabilities.console._frame import console_auth, layout, page
 from capabilities.console._html import html
 from capabilities.console._pages import memory_page, memory_search_page, proposal_page, proposals_page
@@ -50,7 +57,7 @@ async def proposal(request: Request, session: ConsoleSession) -> Response:
     """``GET /proposals/{proposal_id}``: one proposal, its warnings, votes, patches and timeline."""
     api = api_state(request)
     proposal_id = request.path_params["proposal_id"]
-    title, body, last = await api.run(proposal_page, api.store, proposal_id)
+    title, body, last = await api.run(proposal_page, api.store, proposal_id, csrf=session.csrf_token)
     return layout(
         title, body, session=session, current="proposals", live={"after": last, "proposal": proposal_id}
     )
@@ -129,6 +136,7 @@ CONSOLE_ROUTES: list[BaseRoute] = [
     Route("/memories/{memory_id}", memory, methods=["GET"]),
     Route("/memories/{memory_id}/action", memory_action, methods=["POST"]),
     Route("/memories/{memory_id}/revise", memory_revise, methods=["POST"]),
+    Route("/warnings/{event_id}/feedback", warning_feedback, methods=["POST"]),
     Route("/static/{name}", static, methods=["GET"]),
     Route("/favicon.ico", favicon, methods=["GET"]),
     Route(

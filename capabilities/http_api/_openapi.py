@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from pydantic.json_schema import models_json_schema
 
+from capabilities.http_api._feedback import FEEDBACK_SCHEMAS, FeedbackCreate
 from capabilities.http_api._models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
 from capabilities.http_api._openapi_operations import OPERATIONS, STRING_SCHEMA, Operation, query_param
 from store.config import package_version
@@ -243,7 +244,10 @@ def _manual_paths() -> dict[str, Any]:
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI document of ``/api/v1``."""
     _, definitions = models_json_schema(
-        [(model, "validation") for model in (MemoryCreate, RevisionCreate, ResynthesisCreate, EmptyBody)],
+        [
+            (model, "validation")
+            for model in (MemoryCreate, RevisionCreate, ResynthesisCreate, EmptyBody, FeedbackCreate)
+        ],
         ref_template=_REF,
     )
     paths: dict[str, Any] = {}
@@ -262,7 +266,9 @@ def openapi_document() -> dict[str, Any]:
         "paths": dict(sorted(paths.items())),
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "schemas": dict(sorted({**definitions["$defs"], **_response_schemas()}.items())),
+            "schemas": dict(
+                sorted({**definitions["$defs"], **_response_schemas(), **FEEDBACK_SCHEMAS}.items())
+            ),
         },
     }
 

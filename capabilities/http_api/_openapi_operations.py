@@ -40,6 +40,13 @@ _CURSOR = query_param(
 )
 _MEMORY_ID = _path("memory_id")
 _PROPOSAL_ID = _path("proposal_id")
+_WARNING_EVENT_ID = {
+    "name": "event_id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 1, "maximum": 10**18 - 1},
+    "description": "the ID of a memory.oracle_warning event",
+}
 _TARGET = query_param(
     "target_id", {"type": "string", "minLength": 1, "maxLength": 200}, "the other entry", required=True
 )
@@ -294,6 +301,27 @@ OPERATIONS: tuple[Operation, ...] = (
             query_param("proposal_id", STRING_SCHEMA, "events of one proposal"),
         ),
         errors=(400,),
+    ),
+    Operation(
+        "POST",
+        "/warnings/{event_id}/feedback",
+        "giveOracleFeedback",
+        "Confirm or dismiss an oracle warning: one memory.oracle_feedback event; the warning is unchanged",
+        "oracle",
+        "FeedbackAnswer",
+        status=201,
+        parameters=(_WARNING_EVENT_ID,),
+        body="FeedbackCreate",
+        body_required=True,
+    ),
+    Operation(
+        "GET",
+        "/oracle/stats",
+        "oracleStats",
+        "Per oracle provider: warnings, confirmed, dismissed, unreviewed and precision",
+        "oracle",
+        "OracleStats",
+        errors=(),
     ),
 )
 """Every route under ``/api/v1`` except the two the document describes by hand (stream, itself)."""

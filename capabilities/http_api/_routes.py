@@ -8,6 +8,7 @@ from starlette.routing import BaseRoute, Route
 
 from capabilities.http_api._boundary import operator_of
 from capabilities.http_api._errors import endpoint, json_response
+from capabilities.http_api._feedback import FEEDBACK_ROUTES
 from capabilities.http_api._memories import MEMORY_ROUTES
 from capabilities.http_api._openapi import openapi_document
 from capabilities.http_api._state import api_state
@@ -37,6 +38,7 @@ def api_routes(*, write_timeout: float = 10.0, heartbeat: float = 15.0) -> list[
     return [
         *MEMORY_ROUTES,
         *WORK_ROUTES,
+        *FEEDBACK_ROUTES,
         Route("/events/stream", stream, methods=["GET"]),
         Route("/openapi.json", endpoint(openapi), methods=["GET"]),
     ]

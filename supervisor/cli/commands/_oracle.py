@@ -24,6 +24,7 @@ from store import Store
 from store.config import ProviderName
 from store.errors import InternalError
 from supervisor.cli._timeline_text import warning_lines
+from supervisor.cli.commands import _oracle_feedback
 
 __all__ = ["register"]
 
@@ -161,3 +162,4 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     launch.add_argument("--provider", choices=list(ProviderName), help="override the configured provider")
     launch.add_argument("--announce-fd", type=int, help=argparse.SUPPRESS)
     launch.set_defaults(handler=_launch)
+    _oracle_feedback.register_subcommands(sub, common)

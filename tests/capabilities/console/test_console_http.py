@@ -219,5 +219,5 @@ def test_each_web_module_imports_on_its_own(module: str) -> None:
 def test_every_console_endpoint_is_a_module_level_function(services: Services) -> None:
     """No route factory: the console's handlers read the services from ``request.app.state``."""
     _api, *console = WebService(services).routes()
-    assert len(console) == 12
+    assert len(console) == 13
     assert closures_among(console) == []
