@@ -175,13 +175,13 @@ async def warning_feedback(request: Request, session: ConsoleSession) -> Respons
     """``POST /warnings/{event_id}/feedback``: confirm or dismiss a warning; back to its proposal."""
     _, form = await console_auth(request).checked_form(request)
     api = api_state(request)
-    raw = request.path_params["event_id"]
-    if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):
+    event_id = parse_decimal(request.path_params["event_id"])
+    if event_id is None:
         raise InvalidArgument("the warning's event ID must be a positive integer")
     feedback = OracleFeedback(api.store.db)
     committed = await api.run(
         feedback.give,
-        int(raw),
+        event_id,
         form.get("verdict", ""),
         actor=session.name,
         reason=form.get("reason", "").strip() or None,
@@ -189,5 +189,5 @@ async def warning_feedback(request: Request, session: ConsoleSession) -> Respons
     )
     api.changed()
     event = committed.body["event"]
-    target = f"/proposals/{quote(str(event['proposal_id']))}#feedback-{int(raw)}"
+    target = f"/proposals/{quote(str(event['proposal_id']))}#feedback-{event_id}"
     return RedirectResponse(target, status_code=303)

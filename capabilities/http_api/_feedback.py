@@ -9,7 +9,6 @@ changed. ``GET /oracle/stats`` answers the counts and precision per provider. Th
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
@@ -21,12 +20,10 @@ from capabilities.http_api._boundary import mutation_context, parse_model
 from capabilities.http_api._errors import endpoint
 from capabilities.http_api._memories import _commit
 from capabilities.http_api._state import api_state, operator_api
-from store import MAX_REASON_CHARS, TEXT_PATTERN, OracleFeedback
+from store import MAX_REASON_CHARS, TEXT_PATTERN, OracleFeedback, parse_decimal
 from store.errors import InvalidArgument
 
 __all__ = ["FEEDBACK_ROUTES", "FEEDBACK_SCHEMAS", "FeedbackCreate"]
-
-_EVENT_ID = re.compile(r"[0-9]{1,18}")
 
 
 class FeedbackCreate(BaseModel):
@@ -72,10 +69,10 @@ FEEDBACK_SCHEMAS: dict[str, Any] = {
 
 
 def _event_id(request: Request) -> int:
-    text = str(request.path_params["event_id"])
-    if not _EVENT_ID.fullmatch(text):
+    event_id = parse_decimal(str(request.path_params["event_id"]))
+    if event_id is None:
         raise InvalidArgument("the warning's event ID must be a positive integer")
-    return int(text)
+    return event_id
 
 
 async def give_feedback(request: Request) -> Response:

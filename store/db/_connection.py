@@ -56,7 +56,10 @@ def translate_sqlite_error(exc: sqlite3.Error) -> RoundtableError:
     # The caller may be an untrusted role container: the message names no table, column or SQL
     # (the sqlite3 error stays chained as ``__cause__``, and the boundaries log it).
     if isinstance(exc, sqlite3.IntegrityError):
-        return Conflict("the change conflicts with stored data; nothing was changed")
+        text = str(exc)
+        if "constraint failed" in text:  # SQLite's own wording names the table and column
+            return Conflict("the change conflicts with stored data; nothing was changed")
+        return Conflict(f"{text}; nothing was changed")  # a schema trigger's message, written by us
     return InternalError("the database failed; nothing was changed, see the server log")
 
 
