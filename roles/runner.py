@@ -107,6 +107,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     from mcp.client.streamable_http import streamable_http_client
 
     from roles.gateway import SocketChatGateway
+    from roles.providers.checks_step import run_checks
     from roles.providers.judge import run_judge
     from roles.providers.lexical import run_lexical
     from roles.providers.openai import ToolDescription, run_openai
@@ -125,6 +126,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
             listed = (await client.list_tools()).tools
             caller = McpToolCaller(client)
             try:
+                checked = [] if config.provider == "judge" else await run_checks(caller)
                 if config.provider == "openai":
                     available = [
                         ToolDescription(t.name, t.description or "", dict(t.input_schema)) for t in listed
@@ -140,6 +142,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
                     report = await run_judge(caller)
                 else:
                     report = await run_lexical(caller)
+                report.warnings[:0] = checked
             except ToolCallError as exc:
                 raise _RunnerError(
                     EXIT_PROVIDER_FAILED, f"provider {config.provider} failed: {exc}"

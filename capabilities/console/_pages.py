@@ -159,8 +159,9 @@ def memory_search_page(
     status: str | None,
     cursor: str | None,
 ) -> tuple[str, Markup]:
-    """Memory search: the list endpoint's filters as a form, and the results."""
+    """Memory search: the list endpoint's filters as a form, and the results (summaries last)."""
     answer = store.memory_admin.list(q=q, scope=scope, kind=kind, status=status, limit=50, cursor=cursor)
+    items = sorted(answer["items"], key=lambda m: m["kind"].lower() == "summary")  # after their decisions
     rows = [
         html(
             "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td>"
@@ -172,7 +173,7 @@ def memory_search_page(
             rev=m["revision"],
             at=m["updated_at"],
         )
-        for m in answer["items"]
+        for m in items
     ]
     after = answer["next_cursor"]
     more = next_page(
@@ -302,6 +303,17 @@ def _actions(memory: dict[str, Any], csrf: str) -> Markup:
     )
 
 
+def _checks_fact(checks: list[dict[str, Any]]) -> Markup:
+    items = join(
+        html('<li class="check"><span class="badge">$kind</span> <code class="pattern">$pattern</code>'
+             ' in <span class="paths">$paths</span> <em>$message</em></li>', kind=c["kind"],
+             pattern=c["pattern"], paths=", ".join(c.get("paths") or []) or "every file",
+             message=c.get("message") or "")
+        for c in checks)  # fmt: skip
+    return html('$n, evaluated exactly on every patch (a failed one is a certain warning)<ul class="checks">'
+                "$items</ul>", n=len(checks), items=items) if checks else esc("none")  # fmt: skip
+
+
 def memory_page(
     store: Store, memory_id: str, *, a: str | None, b: str | None, csrf: str
 ) -> tuple[str, Markup]:
@@ -323,6 +335,7 @@ def memory_page(
         ("Tags", esc(", ".join(memory["tags"]) or "none")),
         ("Resynthesis", badge(memory["resynthesis_status"]) if memory["resynthesis_status"] else esc("none")),
         ("Updated", html('<time datetime="$t">$t</time>', t=memory["updated_at"])),
+        ("Checks", _checks_fact(memory["checks"])),
     ]
     revision_rows = [
         html(

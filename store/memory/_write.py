@@ -17,6 +17,7 @@ from typing import Any
 
 from store._ids import new_id
 from store.events import Event, append_audit, append_event
+from store.memory._checks import checks_json
 from store.memory._new_entry import NewEntry
 
 __all__ = ["core_columns", "insert_entry", "record_change", "revision_row", "task_of_scope"]
@@ -88,6 +89,7 @@ def core_columns(entry: NewEntry) -> dict[str, Any]:
         "lc_body": entry.body_md.lower(),
         "lc_scope": entry.scope.lower(),
         "lc_kind": entry.kind.lower(),
+        "checks": checks_json(entry.checks),
     }
 
 
