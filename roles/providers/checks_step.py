@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from roles.providers.judge import governing_entries
 from roles.providers.judge.checks import CheckViolation, evaluate, validate_checks
 from roles.providers.judge.diff import parse_diff
+from roles.providers.judge.provider import governing_entries
 from roles.tools import ToolCaller
 
 __all__ = ["MAX_QUOTED_LINES", "check_warning", "run_checks"]

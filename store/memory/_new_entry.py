@@ -14,7 +14,8 @@
 - confidence and reliability: not ``memory.record`` fields (NULL); over HTTP 0..1, default 0.5.
 
 Shared by both: ``checks`` (executable checks, :mod:`store.memory._checks`) only on a decision or
-a constraint, refused with the caller's error otherwise; ``source_event_id`` is an integer of at
+a constraint, refused with the caller's error otherwise (omitted on a replacement: kept, as an
+extra field); ``source_event_id`` is an integer of at
 least 0, and 0 is stored as NULL. A merge
 builds its :class:`NewEntry` from two stored entries, already checked when they were written.
 """
@@ -111,7 +112,8 @@ class NewEntry:
     source_proposal_id: str | None = None
     confidence: float | None = None
     reliability: float | None = None
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[dict[str, Any]] | None = None
+    """``None``: not given (a new entry has none; a replacement keeps the stored ones)."""
 
     @classmethod
     def validate(cls, fields: Mapping[str, Any], contract: EntryContract) -> NewEntry:
@@ -147,7 +149,9 @@ class NewEntry:
             source_proposal_id=_optional_label("source_proposal_id", fields, error),
             confidence=_unit("confidence", fields.get("confidence"), contract.unit_default, error),
             reliability=_unit("reliability", fields.get("reliability"), contract.unit_default, error),
-            checks=validate_checks(fields.get("checks"), entry_kind=kind, error=error),
+            checks=None
+            if fields.get("checks") is None
+            else validate_checks(fields["checks"], entry_kind=kind, error=error),
         )
 
 

@@ -76,7 +76,8 @@ def insert_entry(
 
 def core_columns(entry: NewEntry) -> dict[str, Any]:
     """The core columns of ``entry`` as stored, by name: ``source_event_id`` 0 as NULL, and the
-    lower-cased shadow copies (Python's Unicode ``lower()``) the substring scorer counts in."""
+    lower-cased shadow copies (Python's Unicode ``lower()``) the substring scorer counts in; and
+    ``checks`` when given (a replacement that omits them keeps the stored ones)."""
     return {
         "scope": entry.scope,
         "kind": entry.kind,
@@ -89,8 +90,7 @@ def core_columns(entry: NewEntry) -> dict[str, Any]:
         "lc_body": entry.body_md.lower(),
         "lc_scope": entry.scope.lower(),
         "lc_kind": entry.kind.lower(),
-        "checks": checks_json(entry.checks),
-    }
+    } | ({} if entry.checks is None else {"checks": checks_json(entry.checks)})
 
 
 def revision_row(
