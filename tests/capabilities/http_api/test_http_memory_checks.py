@@ -1,4 +1,4 @@
-"""``POST /memories`` with ``checks`` over real HTTP: stored, shown in the detail, refused as invalid_memory."""
+"""``POST /memories`` with ``checks`` over real HTTP: stored, shown, refused as invalid_memory."""
 
 from __future__ import annotations
 
