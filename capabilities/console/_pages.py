@@ -303,15 +303,15 @@ def _actions(memory: dict[str, Any], csrf: str) -> Markup:
     )
 
 
-def _checks_fact(checks: list[dict[str, Any]]) -> Markup:
+def _checks_section(checks: list[dict[str, Any]]) -> Markup:
     items = join(
         html('<li class="check"><span class="badge">$kind</span> <code class="pattern">$pattern</code>'
              ' in <span class="paths">$paths</span> <em>$message</em></li>', kind=c["kind"],
              pattern=c["pattern"], paths=", ".join(c.get("paths") or []) or "every file",
-             message=c.get("message") or "")
-        for c in checks)  # fmt: skip
-    return html('$n, evaluated exactly on every patch (a failed one is a certain warning)<ul class="checks">'
-                "$items</ul>", n=len(checks), items=items) if checks else esc("none")  # fmt: skip
+             message=c.get("message") or "") for c in checks)  # fmt: skip
+    return html('<section aria-labelledby="chk-h"><h2 id="chk-h">Checks ($n)</h2><p class="note">Evaluated'
+                ' exactly on each patch; a failure is certain.</p><ul class="checks">$items</ul></section>',
+                n=len(checks), items=items) if checks else Markup("")  # fmt: skip
 
 
 def memory_page(
@@ -335,7 +335,6 @@ def memory_page(
         ("Tags", esc(", ".join(memory["tags"]) or "none")),
         ("Resynthesis", badge(memory["resynthesis_status"]) if memory["resynthesis_status"] else esc("none")),
         ("Updated", html('<time datetime="$t">$t</time>', t=memory["updated_at"])),
-        ("Checks", _checks_fact(memory["checks"])),
     ]
     revision_rows = [
         html(
@@ -375,7 +374,7 @@ def memory_page(
     )
     body = html(
         '<h1>$title</h1><div class="memory-body" tabindex="0" aria-label="Body">$body</div>'
-        '<dl class="facts">$facts</dl>$actions'
+        '<dl class="facts">$facts</dl>$actions$checks'
         '<section aria-labelledby="rev-h"><h2 id="rev-h">Revisions</h2>$revisions</section>'
         '<section aria-labelledby="diff-sec-h"><h2 id="diff-sec-h">Compare revisions</h2>$diff</section>'
         '<section aria-labelledby="alias-h"><h2 id="alias-h">Aliases</h2><p>Canonical chain: $chain</p>'
@@ -388,6 +387,7 @@ def memory_page(
         body=memory["body_md"],
         facts=join(html("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts),
         actions=_actions(memory, csrf),
+        checks=_checks_section(memory["checks"]),
         revisions=table(
             "Revision history", ["Revision", "Title", "Reason", "By", "At"], revision_rows, empty="None."
         ),
