@@ -22,7 +22,7 @@ from typing import Any
 from store._text import check_text
 from store.errors import InvalidArgument
 
-__all__ = ["CHECKABLE_KINDS", "CHECK_KINDS", "MAX_CHECKS", "checks_json", "validate_checks"]
+__all__ = ["CHECKABLE_KINDS", "CHECK_KINDS", "MAX_CHECKS", "checks_json", "merged_checks", "validate_checks"]
 
 MAX_CHECKS = 20
 CHECK_KINDS = ("forbid_added", "require_kept")
@@ -61,6 +61,15 @@ def validate_checks(
 def checks_json(checks: list[dict[str, Any]]) -> str | None:
     """The stored column: NULL for no checks."""
     return json.dumps(checks, sort_keys=True) if checks else None
+
+
+def merged_checks(kind: str, *stored: list[Any]) -> list[dict[str, Any]] | None:
+    """The checks of a merge of entries (target first), each once, at most :data:`MAX_CHECKS`;
+    ``None`` when there are none or the merged kind may not carry them."""
+    unique = {json.dumps(check, sort_keys=True): check for checks in stored for check in checks}
+    if not unique or kind.lower() not in CHECKABLE_KINDS:
+        return None
+    return list(unique.values())[:MAX_CHECKS]
 
 
 def _one(where: str, item: object, error: type[InvalidArgument]) -> dict[str, Any]:

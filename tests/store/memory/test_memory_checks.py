@@ -119,3 +119,11 @@ def test_the_contract_order_holds_among_entries_that_are_not_summaries(store: St
     high = _record(store, title="cache", body_md="cache", importance=90)
     more = _record(store, kind="constraint", title="cache cache", body_md="cache", importance=1)
     assert [e.id for e in store.memory.query("cache", limit=0)] == [more.id, high.id, low.id]
+
+
+def test_a_merge_keeps_the_checks_of_both_entries(store: Store) -> None:
+    other = {"kind": "require_kept", "pattern": "timeout=", "paths": [], "message": ""}
+    target = _record(store, checks=[TLS])
+    source = _record(store, kind="constraint", title="Timeouts", checks=[other, TLS])
+    merged = store.memory_admin.merge(source.id, target.id, actor="op").body["memory"]
+    assert merged["checks"] == [TLS, other]

@@ -12,18 +12,7 @@ from tests.supervisor.cli.test_cli_memory import _json, _run, workdir
 
 __all__ = ["workdir"]  # the fixture, imported for these tests
 
-_RECORD = (
-    "memory",
-    "record",
-    "--scope",
-    "project",
-    "--kind",
-    "decision",
-    "--title",
-    "TLS",
-    "--body-md",
-    "On.",
-)
+_RECORD = tuple("memory record --scope project --kind decision --title TLS --body-md On.".split())
 
 
 def test_record_with_checks_and_query_shows_them(workdir: Path, roundtable_argv: list[str]) -> None:
