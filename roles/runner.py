@@ -118,6 +118,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     from mcp.client.streamable_http import streamable_http_client
 
     from roles.gateway import SocketChatGateway
+    from roles.providers.checks_step import run_checks
     from roles.providers.judge import run_judge
     from roles.providers.lexical import run_lexical
     from roles.providers.openai import GatewayRefused, ToolDescription, run_openai
@@ -136,6 +137,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
             listed = (await client.list_tools()).tools
             caller = McpToolCaller(client)
             try:
+                checked = [] if config.provider == "judge" else await run_checks(caller)
                 if config.provider == "openai":
                     available = [
                         ToolDescription(t.name, t.description or "", dict(t.input_schema)) for t in listed
@@ -151,6 +153,7 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
                     report = await run_judge(caller)
                 else:
                     report = await run_lexical(caller)
+                report.warnings[:0] = checked
             except GatewayRefused as exc:
                 raise _provider_failed(config.provider, exc.reason, exc.message) from None
             except ToolCallError as exc:

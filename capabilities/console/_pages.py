@@ -162,8 +162,9 @@ def memory_search_page(
     status: str | None,
     cursor: str | None,
 ) -> tuple[str, Markup]:
-    """Memory search: the list endpoint's filters as a form, and the results."""
+    """Memory search: the list endpoint's filters as a form, and the results (summaries last)."""
     answer = store.memory_admin.list(q=q, scope=scope, kind=kind, status=status, limit=50, cursor=cursor)
+    items = sorted(answer["items"], key=lambda m: m["kind"].lower() == "summary")  # after their decisions
     rows = [
         html(
             "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td>"
@@ -175,7 +176,7 @@ def memory_search_page(
             rev=m["revision"],
             at=m["updated_at"],
         )
-        for m in answer["items"]
+        for m in items
     ]
     after = answer["next_cursor"]
     more = next_page(
@@ -305,6 +306,17 @@ def _actions(memory: dict[str, Any], csrf: str) -> Markup:
     )
 
 
+def _checks_section(checks: list[dict[str, Any]]) -> Markup:
+    items = join(
+        html('<li class="check"><span class="badge">$kind</span> <code class="pattern">$pattern</code>'
+             ' in <span class="paths">$paths</span> <em>$message</em></li>', kind=c["kind"],
+             pattern=c["pattern"], paths=", ".join(c.get("paths") or []) or "every file",
+             message=c.get("message") or "") for c in checks)  # fmt: skip
+    return html('<section aria-labelledby="chk-h"><h2 id="chk-h">Checks ($n)</h2><p class="note">Evaluated'
+                ' exactly on each patch; a failure is certain.</p><ul class="checks">$items</ul></section>',
+                n=len(checks), items=items) if checks else Markup("")  # fmt: skip
+
+
 def memory_page(
     store: Store, memory_id: str, *, a: str | None, b: str | None, csrf: str
 ) -> tuple[str, Markup]:
@@ -365,7 +377,7 @@ def memory_page(
     )
     body = html(
         '<h1>$title</h1><div class="memory-body" tabindex="0" aria-label="Body">$body</div>'
-        '<dl class="facts">$facts</dl>$actions'
+        '<dl class="facts">$facts</dl>$actions$checks'
         '<section aria-labelledby="rev-h"><h2 id="rev-h">Revisions</h2>$revisions</section>'
         '<section aria-labelledby="diff-sec-h"><h2 id="diff-sec-h">Compare revisions</h2>$diff</section>'
         '<section aria-labelledby="alias-h"><h2 id="alias-h">Aliases</h2><p>Canonical chain: $chain</p>'
@@ -378,6 +390,7 @@ def memory_page(
         body=memory["body_md"],
         facts=join(html("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts),
         actions=_actions(memory, csrf),
+        checks=_checks_section(memory["checks"]),
         revisions=table(
             "Revision history", ["Revision", "Title", "Reason", "By", "At"], revision_rows, empty="None."
         ),

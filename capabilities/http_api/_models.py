@@ -63,6 +63,12 @@ class MemoryCreate(_Strict):
     confidence: StrictFloat | StrictInt | None = Field(default=None, description="0..1, default 0.5")
     reliability: StrictFloat | StrictInt | None = Field(default=None, description="0..1, default 0.5")
     importance: StrictInt | None = Field(default=None, description="default 50")
+    checks: Any = Field(
+        default=None,
+        description="executable checks of a decision or constraint (at most 20, see docs/memory.md);"
+        " the store validates them (invalid_memory)",
+        json_schema_extra={"type": "array", "items": {"type": "object"}},
+    )
 
     def fields(self) -> dict[str, Any]:
         """The fields as parsed, those the body left out omitted (defaults are the store's)."""

@@ -52,11 +52,17 @@ class MemoryEntry:
     resynthesis_status: str | None
     created_at: str
     updated_at: str
+    checks: list[Any] = dataclasses.field(default_factory=list)
     score: float | None = None
 
     def core(self) -> dict[str, Any]:
-        """The projection the memory tools return (core fields plus revision and provenance)."""
+        """The projection the memory tools return (core fields plus revision and provenance).
+
+        ``checks`` is added only when the entry carries some, so other entries answer as before.
+        """
         out = {name: getattr(self, name) for name in CORE_FIELDS}
+        if self.checks:
+            out["checks"] = self.checks
         if self.score is not None:
             out["score"] = self.score
         return out
@@ -94,6 +100,7 @@ def entry_from_row(row: sqlite3.Row) -> MemoryEntry:
         row,
         tags=parse_json_column(row["tags"], []),
         provenance=parse_json_column(row["provenance"], {}),
+        checks=parse_json_column(row["checks"] if "checks" in columns else None, []),
         source_event_id=int(row["source_event_id"] or 0),  # stored as NULL, read back as 0
         importance=int(row["importance"]),
         pinned=bool(row["pinned"]),

@@ -21,6 +21,7 @@ from typing import Any
 from store._ids import new_id, utc_now_iso
 from store._text import parse_decimal
 from store.errors import InvalidArgument, InvalidMemoryTarget, MemoryMergeConflict, MemoryTargetNotFound
+from store.memory._checks import merged_checks
 from store.memory._entry import parse_json_column
 from store.memory._new_entry import NewEntry
 from store.memory._redaction import redact
@@ -197,6 +198,7 @@ def merge_in(conn: sqlite3.Connection, *, source_id: str, target_id: str, actor:
         sources=(("memory", target_id, "merged_from_target"), ("memory", source_id, "merged_from_source")),
         confidence=_average(source["confidence"], target["confidence"]),
         reliability=_average(source["reliability"], target["reliability"]),
+        checks=merged_checks(target["kind"], *(parse_json_column(e["checks"], []) for e in (target, source))),
     )
     canonical_id = insert_entry(
         conn,

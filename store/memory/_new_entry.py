@@ -13,7 +13,10 @@
 - ``importance`` 0: becomes 50 for ``memory.record``, stays 0 over HTTP;
 - confidence and reliability: not ``memory.record`` fields (NULL); over HTTP 0..1, default 0.5.
 
-Shared by both: ``source_event_id`` is an integer of at least 0, and 0 is stored as NULL. A merge
+Shared by both: ``checks`` (executable checks, :mod:`store.memory._checks`) only on a decision or
+a constraint, refused with the caller's error otherwise (omitted on a replacement: kept, as an
+extra field); ``source_event_id`` is an integer of at
+least 0, and 0 is stored as NULL. A merge
 builds its :class:`NewEntry` from two stored entries, already checked when they were written.
 """
 
@@ -27,6 +30,7 @@ from typing import Any
 
 from store._text import INT64_MAX, MAX_LABEL_CHARS, check_int, check_label, check_text
 from store.errors import InvalidArgument, InvalidMemory
+from store.memory._checks import validate_checks
 from store.memory._redaction import redact, redact_json
 
 __all__ = [
@@ -48,7 +52,7 @@ MAX_BODY_CHARS = 200_000
 MAX_TAGS = 100
 MAX_SOURCES = 100
 MAX_PROVENANCE_BYTES = 64 * 1024
-_CORE = frozenset({"scope", "kind", "title", "body_md", "source_event_id", "importance"})
+_CORE = frozenset({"scope", "kind", "title", "body_md", "source_event_id", "importance", "checks"})
 
 Source = tuple[str, str, str]
 """A provenance source of a new entry: ``(source_type, source_id, relation)``, one edge each."""
@@ -104,6 +108,8 @@ class NewEntry:
     source_proposal_id: str | None = None
     confidence: float | None = None
     reliability: float | None = None
+    checks: list[dict[str, Any]] | None = None
+    """``None``: not given (a new entry has none; a replacement keeps the stored ones)."""
 
     @classmethod
     def validate(cls, fields: Mapping[str, Any], contract: EntryContract) -> NewEntry:
@@ -122,10 +128,11 @@ class NewEntry:
             "importance", fields.get("importance"), default=50, minimum=-INT64_MAX, error=error
         )
         memory_id, status = fields.get("memory_id"), fields.get("status")
+        kind = text("kind", MAX_LABEL_CHARS)
         return cls(
             id=None if memory_id in (None, "") else check_label("memory_id", memory_id, error=error),
             scope=text("scope", MAX_LABEL_CHARS),
-            kind=text("kind", MAX_LABEL_CHARS),
+            kind=kind,
             title=scrub(text("title", MAX_TITLE_CHARS)),
             body_md=scrub(text("body_md", MAX_BODY_CHARS)),
             status="active" if status is None else text("status", MAX_LABEL_CHARS),
@@ -142,6 +149,9 @@ class NewEntry:
             source_proposal_id=_optional_label("source_proposal_id", fields, error),
             confidence=_unit("confidence", fields.get("confidence"), contract.unit_default, error),
             reliability=_unit("reliability", fields.get("reliability"), contract.unit_default, error),
+            checks=None
+            if fields.get("checks") is None
+            else validate_checks(fields["checks"], entry_kind=kind, error=error),
         )
 
 

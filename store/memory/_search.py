@@ -4,7 +4,8 @@ Pure functions that build a statement and its parameters; :class:`store.memory._
 them. The substring score is the seed's contract: non-overlapping occurrences of the whole
 lower-cased, untrimmed query in title, body, scope and kind, summed, counted with SQLite's
 ``replace()``/``length()`` over lower-cased copies written with Python's Unicode ``lower()``.
-``ranked`` matching uses the FTS5 index with BM25 and any-word semantics.
+``ranked`` matching uses the FTS5 index with BM25 and any-word semantics. Both rank ``summary``
+entries after all others (:data:`SUMMARIES_LAST`, the one deliberate change to the seed's order).
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
 
 Statement = tuple[str, dict[str, Any]]
+
+SUMMARIES_LAST = "(m.lc_kind = 'summary') ASC"
+"""The first sort key of ``memory.query``: ``summary`` entries (any case) rank after every other
+entry, so an oracle summary that repeats a decision's words never outranks the decision. Among
+the others, and among summaries, the contract's order holds (score, importance, id)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +73,7 @@ def substring_query(needle: str, filters: MemoryFilter) -> Statement:
     sql = (
         f"SELECT {ENTRY_COLUMNS}, {score_sql} AS score FROM memory_entries AS m"
         f" WHERE {' AND '.join(where) or '1'}"
-        " ORDER BY score DESC, m.importance DESC, m.id ASC LIMIT :limit"
+        f" ORDER BY {SUMMARIES_LAST}, score DESC, m.importance DESC, m.id ASC LIMIT :limit"
     )
     return sql, params
 
@@ -84,7 +90,7 @@ def ranked_query(text: str, filters: MemoryFilter) -> Statement:
         f"SELECT {ENTRY_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts"
         " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
         f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
-        " ORDER BY bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
+        f" ORDER BY {SUMMARIES_LAST}, bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
     )
     return sql, params
 

@@ -137,6 +137,7 @@ class MemoryStore:
         importance: object = None,
         memory_id: object = None,
         status: object = None,
+        checks: object = None,
         actor: str,
         source_proposal_id: str | None = None,
         allowed_scopes: frozenset[str] | None = None,
@@ -157,6 +158,7 @@ class MemoryStore:
             "importance": importance,
             "memory_id": memory_id,
             "status": status,
+            "checks": checks,
         }
         entry = dataclasses.replace(NewEntry.validate(fields, RECORD), source_proposal_id=source_proposal_id)
         if allowed_scopes is not None and entry.scope not in allowed_scopes:

@@ -17,6 +17,7 @@ from typing import Any
 
 from store._ids import new_id
 from store.events import Event, append_audit, append_event
+from store.memory._checks import checks_json
 from store.memory._new_entry import NewEntry
 
 __all__ = ["core_columns", "insert_entry", "record_change", "revision_row", "task_of_scope"]
@@ -75,7 +76,8 @@ def insert_entry(
 
 def core_columns(entry: NewEntry) -> dict[str, Any]:
     """The core columns of ``entry`` as stored, by name: ``source_event_id`` 0 as NULL, and the
-    lower-cased shadow copies (Python's Unicode ``lower()``) the substring scorer counts in."""
+    lower-cased shadow copies (Python's Unicode ``lower()``) the substring scorer counts in; and
+    ``checks`` when given (a replacement that omits them keeps the stored ones)."""
     return {
         "scope": entry.scope,
         "kind": entry.kind,
@@ -88,7 +90,7 @@ def core_columns(entry: NewEntry) -> dict[str, Any]:
         "lc_body": entry.body_md.lower(),
         "lc_scope": entry.scope.lower(),
         "lc_kind": entry.kind.lower(),
-    }
+    } | ({} if entry.checks is None else {"checks": checks_json(entry.checks)})
 
 
 def revision_row(

@@ -33,10 +33,12 @@ def emit_error(exc: RoundtableError, *, as_json: bool) -> None:
 
 def _entry_line(entry: dict[str, Any]) -> str:
     score = f"  score={entry['score']}" if "score" in entry else ""
+    checks = entry.get("checks") or []
+    shown = "".join(f"\n    - {check.get('kind')}: {check.get('pattern')}" for check in checks)
     return (
         f"{entry.get('id')}  [{entry.get('scope')}/{entry.get('kind')}]  {entry.get('title')}"
         f"  (importance={entry.get('importance')}, status={entry.get('status')}{score})"
-    )
+    ) + (f"\n    checks: {len(checks)}{shown}" if checks else "")
 
 
 def render_text(body: dict[str, Any]) -> str:

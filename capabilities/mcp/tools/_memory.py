@@ -52,6 +52,13 @@ class RecordArgs(ToolArgs):
         default=None, description="Replace this entry's core fields (full replacement); omit to create."
     )
     status: str | None = Field(default=None, description="Default 'active'.")
+    checks: Any = Field(
+        default=None,
+        description="Executable checks (decision or constraint only; at most 20): "
+        '[{"kind": "forbid_added"|"require_kept", "pattern": regex, "paths"?: [glob], "message"?: text}]. '
+        "Validated by the store (invalid_argument); replaced with the entry. See docs/memory.md.",
+        json_schema_extra={"type": "array", "items": {"type": "object"}},
+    )
 
 
 class SummarizeArgs(ToolArgs):

@@ -7,10 +7,12 @@ on behalf of the local operator.
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 import anyio
 
+from store.errors import InvalidArgument
 from supervisor.cli._project import run_operator_tool
 
 __all__ = ["register"]
@@ -36,8 +38,19 @@ async def _record(args: argparse.Namespace) -> dict[str, Any]:
             importance=args.importance,
             memory_id=args.memory_id,
             status=args.status,
+            checks=_checks(args.checks),
         ),
     )
+
+
+def _checks(text: str | None) -> Any:
+    """``--checks JSON`` as given; the store validates what it holds (``invalid_argument``)."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise InvalidArgument(f"--checks is not valid JSON: {exc}") from None
 
 
 async def _query(args: argparse.Namespace) -> dict[str, Any]:
@@ -86,6 +99,12 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     record.add_argument("--importance", type=int)
     record.add_argument("--memory-id", help="replace this entry (full replacement)")
     record.add_argument("--status")
+    record.add_argument(
+        "--checks",
+        metavar="JSON",
+        help='executable checks of a decision or constraint, a JSON list: [{"kind": "forbid_added",'
+        ' "pattern": "verify=False", "paths": ["*.py"], "message": "..."}] (docs/memory.md)',
+    )
     record.set_defaults(handler=_record)
 
     query = sub.add_parser("query", parents=[common], help="search memory entries")

@@ -64,7 +64,7 @@ async def test_create_answers_201_with_every_field(services: Services) -> None:
             "id", "workspace_id", "scope", "kind", "title", "body_md", "tags", "provenance",
             "source_event_id", "source_session_id", "source_proposal_id", "confidence", "reliability",
             "importance", "status", "pinned", "revision", "archived_at", "resynthesis_status",
-            "created_at", "updated_at",
+            "created_at", "updated_at", "checks",
         }  # fmt: skip
         assert (memory["status"], memory["revision"], memory["importance"], memory["tags"]) == (
             "active",

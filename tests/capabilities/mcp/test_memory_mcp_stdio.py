@@ -56,6 +56,7 @@ async def test_operator_lists_memory_tools_with_schemas_and_annotations(project:
         "importance",
         "memory_id",
         "status",
+        "checks",
     }
     assert set(record["required"]) == {"scope", "kind", "title", "body_md"}
     query = tools["memory.query"].input_schema
