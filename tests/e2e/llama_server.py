@@ -29,6 +29,7 @@ __all__ = [
     "LlamaServer",
     "LlamaSetup",
     "find_setup",
+    "find_venv",
     "generation_rates",
     "running_server",
 ]
@@ -65,18 +66,20 @@ class LlamaServer:
     log: Path
 
 
-def _venv() -> tuple[Path | None, str]:
+def find_venv() -> tuple[Path | None, str]:
+    """The server's virtualenv, or ``None`` and the reason a test skips (cheap: no subprocess)."""
     configured = os.environ.get("ROUNDTABLE_LLAMA_VENV")
     venv = Path(configured) if configured else REPO_ROOT / ".venv-llama"
     origin = "ROUNDTABLE_LLAMA_VENV" if configured else "the repository"
-    if not (venv / "bin" / "python").exists():
-        return None, f"no llama.cpp virtualenv at {venv} ({origin}); run `make llama` (a slow source build)"
+    installed = any(venv.glob("lib/python3*/site-packages/llama_cpp/server"))
+    if not (venv / "bin" / "python").exists() or not installed:
+        return None, f"no llama.cpp server virtualenv at {venv} ({origin}); run `make llama` (slow)"
     return venv, ""
 
 
 def find_setup() -> tuple[LlamaSetup | None, str]:
     """The server's virtualenv and model, or ``None`` and the reason a test skips."""
-    venv, reason = _venv()
+    venv, reason = find_venv()
     if venv is None:
         return None, reason
     model = venv / "models" / MODEL_FILE
