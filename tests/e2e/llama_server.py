@@ -41,7 +41,7 @@ MODEL_FILE = "gemma-3-270m-q4_k_m.gguf"
 CHAT_FORMAT = "chatml-function-calling"
 _START_DEADLINE = 180.0
 _POLL_INTERVAL = 0.25
-_RATE = re.compile(r"^llama_perf_context_print:\s+eval time.*?([\d.]+) tokens per second", re.MULTILINE)
+_RATE = r"^llama_perf_context_print:\s+{} time.*?([\d.]+) tokens per second"
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,7 @@ def _tail(log: Path) -> str:
     return log.read_text(errors="replace")[-2000:]
 
 
-def generation_rates(log: Path) -> list[float]:
-    """The tokens per second of each generation, as the server's log reports them."""
-    return [float(match) for match in _RATE.findall(log.read_text(errors="replace"))]
+def generation_rates(log: Path, *, prompt: bool = False) -> list[float]:
+    """Tokens per second of each generation (or of each prompt evaluation), as the log reports."""
+    pattern = re.compile(_RATE.format("prompt eval" if prompt else "eval"), re.MULTILINE)
+    return [float(match) for match in pattern.findall(log.read_text(errors="replace"))]
