@@ -186,7 +186,7 @@ async def test_the_oracle_runs_against_a_real_model_server(
             for row in _rows(store, "SELECT payload FROM events WHERE type = 'memory.oracle_warning'")
         ]
         if usage["requests"] == 1 and usage["refused"] == 0:
-            # What Gemma 3 270M does with the oracle's prompt (about 2,150 tokens with the tool
+            # What Gemma 3 270M does with the oracle's prompt (over 2,000 tokens with the tool
             # schemas): its first answer is a message, not a tool call, so the loop ends there.
             assert launch.status is LaunchStatus.EXITED, launch.to_dict(with_log=True)
             assert launch.exit_code == 0
