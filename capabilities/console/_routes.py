@@ -23,7 +23,8 @@ from capabilities.console._forms import (
 )
 from capabilities.console._frame import console_auth, layout, page
 from capabilities.console._html import html
-from capabilities.console._pages import memory_page, memory_search_page, proposal_page, proposals_page
+from capabilities.console._memory_pages import memory_page, memory_search_page
+from capabilities.console._pages import proposal_page, proposals_page
 from capabilities.console._session import LoginRequired
 from capabilities.http_api import EventStreamEndpoint, api_state
 from store.access import ConsoleSession

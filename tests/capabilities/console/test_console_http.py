@@ -202,6 +202,7 @@ async def test_unknown_pages_answer_html_errors(services: Services) -> None:
     [
         "capabilities.console",
         "capabilities.console._pages",
+        "capabilities.console._memory_pages",
         "capabilities.console._routes",
         "capabilities.http_api",
         "capabilities.http_api._stream",
