@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from roles.providers.base import ProviderReport
+from roles.providers.base import ProviderReport, record_summary
 from roles.providers.judge.diff import DiffLine, parse_diff
 from roles.providers.judge.provider import quoted_lines
 from roles.tools import ToolCaller
@@ -84,7 +84,6 @@ async def run_lexical(tools: ToolCaller) -> ProviderReport:
     report = ProviderReport(provider="lexical")
     history = await tools.call("task.history", {})
     patch = await tools.call("patch.inspect", {"max_bytes": 1048576})
-    task_id = str(history["task"]["id"])
     proposal_id = str(history["proposal"]["id"])
     content = str(patch.get("content", ""))
     terms = extract_patch_terms(content, patch.get("files", []))
@@ -111,19 +110,9 @@ async def run_lexical(tools: ToolCaller) -> ProviderReport:
         if shared:
             matches.append(_Match(entry, tuple(sorted(shared))))
 
-    events = history.get("events", [])
-    summary = await tools.call(
-        "memory.record",
-        {
-            "scope": task_id,
-            "kind": "summary",
-            "title": f"MemoryOracle summary for {proposal_id}",
-            "body_md": _summary_body(proposal_id, governing, matches),
-            "source_event_id": int(events[0]["id"]) if events else 0,
-            "importance": 40,
-        },
+    report.summary_memory_id = await record_summary(
+        tools, history, _summary_body(proposal_id, governing, matches)
     )
-    report.summary_memory_id = str(summary["entry"]["id"])
 
     for match in matches:
         event = await tools.call(

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from roles.providers.base import ProviderReport
+from roles.providers.base import ProviderReport, record_summary
 from roles.providers.judge.checks import CheckViolation, evaluate, validate_checks
 from roles.providers.judge.diff import DiffLine, ParsedDiff, parse_diff
 from roles.providers.judge.judge import DiffIndex, Finding, assess
@@ -170,19 +170,9 @@ async def run_judge(tools: ToolCaller) -> ProviderReport:
             message = _finding_message(entry, finding)
             warnings.append(_Warning(entry, message, severity, finding.confidence, lines))
 
-    events = history.get("events", [])
-    summary = await tools.call(
-        "memory.record",
-        {
-            "scope": task_id,
-            "kind": "summary",
-            "title": f"MemoryOracle summary for {proposal_id}",
-            "body_md": _summary_body(proposal_id, governing, warnings),
-            "source_event_id": int(events[0]["id"]) if events else 0,
-            "importance": 40,
-        },
+    report.summary_memory_id = await record_summary(
+        tools, history, _summary_body(proposal_id, governing, warnings)
     )
-    report.summary_memory_id = str(summary["entry"]["id"])
     touched = {str(path) for path in patch.get("files", [])}
     for warning in warnings:
         event = await tools.call("oracle.warn", warning.arguments(touched))
