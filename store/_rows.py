@@ -17,10 +17,12 @@ import sqlite3
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from store.errors import NotFound
+
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["as_dict", "from_row"]
+__all__ = ["as_dict", "fetch_row", "from_row"]
 
 RecordT = TypeVar("RecordT", bound="DataclassInstance")
 
@@ -48,3 +50,12 @@ def as_dict(record: DataclassInstance, *, exclude: tuple[str, ...] = ()) -> dict
         for spec in dataclasses.fields(record)
         if spec.name not in exclude
     }
+
+
+def fetch_row(conn: sqlite3.Connection, table: str, noun: str, row_id: str) -> sqlite3.Row:
+    """The row of ``table`` whose ID is ``row_id`` (on the caller's connection), or
+    :class:`~store.errors.NotFound` naming the ``noun``. ``table`` is always a literal of ours."""
+    row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
+    if row is None:
+        raise NotFound(f"{noun} {row_id} does not exist")
+    return row  # type: ignore[no-any-return]

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from store._ids import utc_now
-from store._rows import as_dict, from_row
+from store._rows import as_dict, fetch_row, from_row
 from store.access._tokens import parse_time, stamp_time
 from store.errors import NotFound, Unauthenticated
 from store.events import append_event
@@ -78,10 +78,7 @@ def grant_from_row(row: sqlite3.Row) -> GrantRecord:
 
 def load_grant(conn: sqlite3.Connection, grant_id: str) -> GrantRecord:
     """The grant ``grant_id``, read in the caller's transaction, or :class:`NotFound`."""
-    row = conn.execute("SELECT * FROM capability_grants WHERE id = ?", (grant_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"capability grant {grant_id} does not exist")
-    return grant_from_row(row)
+    return grant_from_row(fetch_row(conn, "capability_grants", "capability grant", grant_id))
 
 
 def require_live_grant(

@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, TypeVar
 
 from store._ids import new_id
-from store._rows import as_dict, from_row
-from store.errors import InvalidArgument, NotFound
+from store._rows import as_dict, fetch_row, from_row
+from store.errors import InvalidArgument
 from store.events import append_event
 
 __all__ = [
@@ -128,10 +128,7 @@ def check_operator_name(name: object) -> str:
 
 
 def _load_operator_token(conn: sqlite3.Connection, token_id: str) -> OperatorTokenRecord:
-    row = conn.execute("SELECT * FROM operator_tokens WHERE id = ?", (token_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"operator token {token_id} does not exist")
-    return operator_from_row(row)
+    return operator_from_row(fetch_row(conn, "operator_tokens", "operator token", token_id))
 
 
 def insert_operator_token(

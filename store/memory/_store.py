@@ -27,10 +27,11 @@ import sqlite3
 from typing import Any
 
 from store._ids import utc_now_iso
+from store._rows import fetch_row
 from store._text import INT64_MAX, MAX_LABEL_CHARS, check_int, check_label, check_text
 from store.access import require_live_grant
 from store.db import Database
-from store.errors import Forbidden, InvalidArgument, NotFound
+from store.errors import Forbidden, InvalidArgument
 from store.events import append_event
 from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
@@ -219,10 +220,7 @@ class MemoryStore:
 
 def _entry(conn: sqlite3.Connection, memory_id: str) -> MemoryEntry:
     """The entry ``memory_id`` on an open connection, or :class:`NotFound` (the tools' code)."""
-    row = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (memory_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"memory entry {memory_id} does not exist")
-    return entry_from_row(row)
+    return entry_from_row(fetch_row(conn, "memory_entries", "memory entry", memory_id))
 
 
 def _write_record(

@@ -15,15 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import utc_now_iso
-from store._rows import as_dict, from_row
-from store.errors import NotFound
+from store._rows import as_dict, fetch_row, from_row
 from store.events import append_event
 from store.work._vocabulary import ProposalStatus, Risk, json_list
 
 __all__ = [
     "ApplyTransaction",
     "Proposal",
-    "fetch_row",
     "load_proposal",
     "load_transaction",
     "proposal_event",
@@ -64,14 +62,6 @@ def proposal_from_row(row: sqlite3.Row) -> Proposal:
         expected_tests=tuple(json_list(json.loads(row["expected_tests"]))),
         current_version=int(row["current_version"]),
     )
-
-
-def fetch_row(conn: sqlite3.Connection, table: str, noun: str, row_id: str) -> sqlite3.Row:
-    """The row of ``table`` whose ID is ``row_id``, or :class:`NotFound` naming the ``noun``."""
-    row = conn.execute(f"SELECT * FROM {table} WHERE id = ?", (row_id,)).fetchone()
-    if row is None:
-        raise NotFound(f"{noun} {row_id} does not exist")
-    return row  # type: ignore[no-any-return]
 
 
 def load_proposal(conn: sqlite3.Connection, proposal_id: str) -> Proposal:

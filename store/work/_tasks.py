@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from store._ids import new_id, utc_now_iso
-from store._rows import as_dict, from_row
+from store._rows import as_dict, fetch_row, from_row
 from store.db import Database
 from store.events import append_event
-from store.work._records import fetch_row
 from store.work._vocabulary import (
     MAX_BODY_CHARS,
     MAX_TITLE_CHARS,
