@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from capabilities.auth import issue_capability, principal_from_record
+from capabilities.mcp import call_tool
+from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal
+from capabilities.services import Services
+from roles.tools import ToolCallError
 from store import Store
 from store.access._grants import GrantRecord
 
@@ -108,3 +113,18 @@ def build_world(store: Store, *, launch_id: str | None = "L-test") -> OracleWorl
         foreign_memory=foreign_memory.id,
         foreign_event=foreign_event,
     )
+
+
+@dataclass
+class DispatchCaller:
+    """A ToolCaller that goes through the same dispatch as every transport."""
+
+    services: Services
+    principal: Principal
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        outcome = await call_tool(self.services, build_registry(), self.principal, tool, arguments)
+        if outcome.error is not None:
+            raise ToolCallError(tool, outcome.error.code, outcome.error.message)
+        assert outcome.result is not None
+        return outcome.result

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from benchmarks.oracle_quality.fake_tools import FakeOracleTools
 from benchmarks.oracle_quality.loader import MemorySpec, Scenario
-from capabilities.mcp import call_tool
-from capabilities.mcp.tools import build_registry
-from capabilities.principals import Principal
 from capabilities.services import Services
 from roles.providers.judge import PROVIDER_LABEL, run_judge
-from roles.tools import ToolCallError
 from store import Store
-from tests.capabilities.oracle_helpers import build_world
+from tests.capabilities.oracle_helpers import DispatchCaller, build_world
 
 pytestmark = pytest.mark.anyio
 
@@ -107,21 +102,6 @@ async def test_a_broken_check_is_noted_not_fatal() -> None:
     tools = FakeOracleTools(_scenario(_diff("+x = 1"), entry))
     report = await run_judge(tools)
     assert report.warnings == [] and "checks ignored" in report.notes[0]
-
-
-@dataclass
-class DispatchCaller:
-    """A ToolCaller that goes through the same dispatch as every transport."""
-
-    services: Services
-    principal: Principal
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await call_tool(self.services, build_registry(), self.principal, tool, arguments)
-        if outcome.error is not None:
-            raise ToolCallError(tool, outcome.error.code, outcome.error.message)
-        assert outcome.result is not None
-        return outcome.result
 
 
 async def test_over_the_real_tools(store: Store) -> None:

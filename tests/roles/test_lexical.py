@@ -2,36 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import pytest
 
-from capabilities.mcp._dispatch import call_tool
-from capabilities.mcp.tools import build_registry
-from capabilities.principals import Principal
 from capabilities.services import Services
 from roles.providers.lexical import PROVIDER_LABEL, extract_patch_terms, run_lexical, words_of
-from roles.tools import ToolCallError
 from store import Store
-from tests.capabilities.oracle_helpers import build_world
+from tests.capabilities.oracle_helpers import DispatchCaller, build_world
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass
-class DispatchCaller:
-    """A ToolCaller that goes through the same dispatch as every transport."""
-
-    services: Services
-    principal: Principal
-
-    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        outcome = await call_tool(self.services, build_registry(), self.principal, tool, arguments)
-        if outcome.error is not None:
-            raise ToolCallError(tool, outcome.error.code, outcome.error.message)
-        assert outcome.result is not None
-        return outcome.result
 
 
 def test_words_split_identifiers_and_drop_noise() -> None:

@@ -14,8 +14,7 @@ from roles.providers.judge import run_judge
 from roles.providers.lexical import CONFIDENCE, run_lexical
 from roles.providers.openai import ToolDescription, run_openai
 from store import Store
-from tests.capabilities.oracle_helpers import build_world
-from tests.roles.test_judge_provider import DispatchCaller
+from tests.capabilities.oracle_helpers import DispatchCaller, build_world
 
 pytestmark = pytest.mark.anyio
 
