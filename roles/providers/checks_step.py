@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from roles.providers.judge.checks import CheckViolation, evaluate, validate_checks
+from roles.providers.judge.checks import CheckViolation, describe_violation, evaluate, validate_checks
 from roles.providers.judge.diff import parse_diff
 from roles.providers.judge.provider import governing_entries, quoted_lines
 from roles.tools import ToolCaller
@@ -30,23 +30,14 @@ def _clip(text: str) -> str:
 
 def check_warning(entry: dict[str, Any], violation: CheckViolation) -> str:
     """The Markdown of one failed check: certain, the check, its message and the lines quoted."""
-    check = violation.check
-    verb = "adds a line matching" if check.kind.value == "forbid_added" else "drops lines matching"
-    where = f" in {', '.join(check.paths)}" if check.paths else ""
     lines = [
         f"**Certain: the patch fails a check of {entry['kind']} {entry['id']}: {entry['title']}** "
         "(confidence 1.00)",
         "",
-        f"Check `{check.kind.value}`{where}: the patch {verb} `{_clip(check.pattern)}`.",
+        *describe_violation(violation, _clip, max_lines=MAX_QUOTED_LINES),
+        "",
+        "_The check was evaluated exactly on the patch's lines: this is not a judgment call._",
     ]
-    if check.message:
-        lines.append(f"> {_clip(check.message)}")
-    lines += [
-        f"- `{line.path}:{line.number}`: `{_clip(line.text)}`" for line in violation.lines[:MAX_QUOTED_LINES]
-    ]
-    if len(violation.lines) > MAX_QUOTED_LINES:
-        lines.append(f"- … and {len(violation.lines) - MAX_QUOTED_LINES} more line(s)")
-    lines += ["", "_The check was evaluated exactly on the patch's lines: this is not a judgment call._"]
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ included: a check is exact. :func:`validate_check` turns raw JSON into a :class:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -33,6 +33,7 @@ __all__ = [
     "Check",
     "CheckKind",
     "CheckViolation",
+    "describe_violation",
     "evaluate",
     "validate_check",
     "validate_checks",
@@ -161,3 +162,20 @@ def evaluate(checks: Iterable[Check], diff: ParsedDiff) -> list[CheckViolation]:
         if failing:
             violations.append(CheckViolation(check, tuple(failing)))
     return violations
+
+
+def describe_violation(
+    violation: CheckViolation, quote: Callable[[str], str], *, max_lines: int = 5
+) -> list[str]:
+    """Markdown lines saying what a failed check forbids and where the patch fails it: the check,
+    its message, at most ``max_lines`` quoted lines (each through ``quote``) and how many more."""
+    check = violation.check
+    verb = "adds a line matching" if check.kind.value == "forbid_added" else "drops lines matching"
+    where = f" in {', '.join(check.paths)}" if check.paths else ""
+    lines = [f"Check `{check.kind.value}`{where}: the patch {verb} `{quote(check.pattern)}`."]
+    if check.message:
+        lines.append(f"> {quote(check.message)}")
+    lines += [f"- `{line.path}:{line.number}`: `{quote(line.text)}`" for line in violation.lines[:max_lines]]
+    if len(violation.lines) > max_lines:
+        lines.append(f"- … and {len(violation.lines) - max_lines} more line(s)")
+    return lines

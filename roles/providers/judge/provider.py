@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from roles.providers.base import ProviderReport, record_summary
-from roles.providers.judge.checks import CheckViolation, evaluate, validate_checks
+from roles.providers.judge.checks import CheckViolation, describe_violation, evaluate, validate_checks
 from roles.providers.judge.diff import DiffLine, ParsedDiff, parse_diff
 from roles.providers.judge.judge import DiffIndex, Finding, assess
 from roles.providers.judge.polarity import GOVERNING_KINDS, parse_entry
@@ -121,15 +121,7 @@ def _check_message(entry: dict[str, Any], violations: list[CheckViolation]) -> s
         "",
     ]
     for violation in violations:
-        check = violation.check
-        verb = "adds a line matching" if check.kind.value == "forbid_added" else "drops lines matching"
-        scope = f" in {', '.join(check.paths)}" if check.paths else ""
-        lines.append(f"Check `{check.kind.value}`{scope}: the patch {verb} `{_quote(check.pattern)}`.")
-        if check.message:
-            lines.append(f"> {_quote(check.message)}")
-        for line in violation.lines[:5]:
-            lines.append(f"- `{line.path}:{line.number}`: `{_quote(line.text)}`")
-        lines.append("")
+        lines += [*describe_violation(violation, _quote), ""]
     lines.append(f"_Evaluated exactly by the {PROVIDER_LABEL}: this is not a judgment call._")
     return "\n".join(lines)
 
