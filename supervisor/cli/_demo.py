@@ -114,25 +114,10 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
             "decision": decision,
             "launch": result.to_dict(),
             "timeline": timeline,
-            "message": render_timeline(timeline) + "\n\n" + _warnings_text(timeline),
+            # The timeline shows each warning whole, with the titles it cites: nothing to repeat.
+            "message": render_timeline(timeline)
+            + "\n\nThe MemoryOracle's warnings are advice; reviewers decide.",
         }
     finally:
         if not keep and root is None:
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _warnings_text(timeline: dict[str, Any]) -> str:
-    """The oracle's warnings in full, each with the memory entries it cites."""
-    lines = ["The MemoryOracle's warnings (advice; reviewers decide):"]
-    for event in timeline["events"]:
-        if event["type"] != "memory.oracle_warning":
-            continue
-        lines.append("")
-        lines.append(f"  event {event['id']}, severity {event['payload'].get('severity')}:")
-        for text in str(event["payload"].get("message_md", "")).splitlines():
-            lines.append(f"    {text}")
-        for memory in event.get("cited_memories", []):
-            lines.append(f"    cites {memory['id']} [{memory.get('status')}] {memory.get('title')}")
-    if len(lines) == 1:
-        lines.append("  (none)")
-    return "\n".join(lines)
