@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import sqlite3
 
+from store._text import check_int
 from store.db import Database
-from store.errors import InvalidArgument
 from store.events._log import Event, list_events
 
 __all__ = ["MAX_EVENT_PAGE", "EventFeed"]
 
 MAX_EVENT_PAGE = 500
-_MAX_EVENT_ID = 2**63 - 1
 
 
 class EventFeed:
@@ -33,10 +32,8 @@ class EventFeed:
         types: tuple[str, ...] = (),
     ) -> list[Event]:
         """Events with ``id > after``, oldest first, at most ``limit``."""
-        if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= _MAX_EVENT_ID:
-            raise InvalidArgument("after must be a non-negative event ID")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_EVENT_PAGE:
-            raise InvalidArgument(f"limit must be an integer from 1 to {MAX_EVENT_PAGE}")
+        check_int("after", after, minimum=0)
+        check_int("limit", limit, minimum=1, maximum=MAX_EVENT_PAGE)
         return self.db.read(
             lambda conn: list_events(conn, after=after, limit=limit, proposal_id=proposal_id, types=types)
         )
