@@ -193,7 +193,7 @@ def main() -> None:
         try:
             started = time.perf_counter()
             pid, deep_cursor = _seed(store, args.memories, args.votes, random.Random(7))
-            token = store.grants.mint_operator_token(name="bench", actor="bench").token
+            token = store.grants.mint_token(name="bench", actor="bench").token
             last = store.event_feed.last_id()
             timeline_events = len(store.timeline.timeline(pid)["events"])
             seeded = time.perf_counter() - started

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -27,10 +27,10 @@ import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
-from capabilities.policy import ROLE_TOOLSETS
+from capabilities.policy import CAPABILITY_TOOLSETS, OPERATOR, agent_role
 from capabilities.principals import Principal, PrincipalKind
 from store import Store
-from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, OperatorTokenRecord
+from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, TokenRecord
 from store.errors import InvalidArgument, Unauthenticated, error_body
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Authenticator",
     "BearerAuthMiddleware",
     "bearer_token",
+    "issue_agent_token",
     "issue_capability",
     "principal_from_record",
 ]
@@ -69,8 +70,8 @@ def issue_capability(
     The tools are the role's allow-list; the agent is the role's configured agent; the task and
     scopes come from the proposal row.
     """
-    if role == "operator" or role not in ROLE_TOOLSETS:
-        roles = sorted(name for name in ROLE_TOOLSETS if name != "operator")
+    if role not in CAPABILITY_TOOLSETS:
+        roles = sorted(CAPABILITY_TOOLSETS)
         raise InvalidArgument(f"unknown role {role!r}; capabilities exist for: {', '.join(roles)}")
     role_config = getattr(store.config.roles, role, None)
     agent_id = getattr(role_config, "agent_id", None) or role
@@ -78,19 +79,30 @@ def issue_capability(
         proposal_id=proposal_id,
         role=role,
         agent_id=str(agent_id),
-        tools=ROLE_TOOLSETS[role],
+        tools=CAPABILITY_TOOLSETS[role],
         ttl_seconds=ttl_seconds,
         actor=actor,
         launch_id=launch_id,
     )
 
 
-def principal_from_record(record: GrantRecord | OperatorTokenRecord) -> Principal:
-    """The principal a verified grant or operator token stands for."""
-    if isinstance(record, OperatorTokenRecord):
-        return Principal(
-            kind=PrincipalKind.OPERATOR, name=record.name, role="operator", credential_id=record.id
-        )
+def principal_from_record(
+    record: GrantRecord | TokenRecord, roster: Mapping[str, str] | None = None
+) -> Principal:
+    """The principal a verified grant, operator token or agent token stands for.
+
+    An agent token's role is the agent's roster role (``roster``, the project's ``[agents]``), read
+    when the token is used, so changing the roster changes what the token may do at once.
+    """
+    if isinstance(record, TokenRecord):
+        if record.agent_id is None:
+            return Principal(
+                kind=PrincipalKind.OPERATOR, name=record.name, role=OPERATOR, credential_id=record.id
+            )
+        role = (roster or {}).get(record.agent_id)
+        if role is None:
+            raise Unauthenticated(f"agent {record.agent_id!r} is no longer in the [agents] roster")
+        return Principal(kind=PrincipalKind.AGENT, name=record.agent_id, role=role, credential_id=record.id)
     return Principal(
         kind=PrincipalKind.CAPABILITY,
         name=record.agent_id,
@@ -98,6 +110,18 @@ def principal_from_record(record: GrantRecord | OperatorTokenRecord) -> Principa
         grant=record,
         credential_id=record.id,
     )
+
+
+def issue_agent_token(
+    store: Store, *, name: str, agent_id: str, actor: str, ttl_seconds: int | None = None
+) -> IssuedToken[TokenRecord]:
+    """Mint an agent token for roster agent ``agent_id`` (blocking).
+
+    The agent must be on the roster, in a role that acts through tokens
+    (:func:`~capabilities.policy.agent_role`).
+    """
+    agent_role(store.config.agents, agent_id)
+    return store.grants.mint_token(name=name, actor=actor, ttl_seconds=ttl_seconds, agent_id=agent_id)
 
 
 class Authenticator:
@@ -118,7 +142,7 @@ class Authenticator:
             not isinstance(record, GrantRecord) or record.id != self.only_grant_id
         ):
             raise Unauthenticated("this channel accepts only the capability of its own launch")
-        return principal_from_record(record)
+        return principal_from_record(record, self.store.config.agents)
 
 
 def bearer_token(headers: Sequence[tuple[bytes, bytes]], query_string: bytes) -> str:

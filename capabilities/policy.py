@@ -1,11 +1,26 @@
-"""The tool policy: which principal may call which tool. Policy is data, kept apart from tools.
+"""The tool policy: which caller may call which tool, and how far. Policy is data, kept apart from tools.
 
-Every registered tool must appear here (a meta-test enforces it); a tool that appears in no
-toolset is denied to everyone. A capability principal may call a tool only when it is both in its
-role's toolset and in the tool list stored on its grant row.
+:data:`ACCESS` is the whole table, role by tool, and docs/agents.md publishes it (a test checks the
+two agree). A cell is a :class:`Reach`:
+
+- ``any``: on any target the tool accepts;
+- ``own``: only as itself and on its own work: an ``agent_id`` argument must name the caller (or be
+  omitted), a proposal must be one it authored, a memory entry one it wrote, and it never sets an
+  entry's lifecycle state;
+- ``bound``: only inside the capability's proposal, task and scopes (a launched role's grant).
+
+Every registered tool must appear in the table (a meta-test enforces it); a tool no role has is
+denied to everyone. A capability principal may call a tool only when it is both in its role's
+toolset and in the tool list stored on its grant row. Who a caller *is* comes from its principal
+(the credential the transport verified), never from an argument.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
 
 from capabilities.principals import Principal, PrincipalKind
 
@@ -15,54 +30,132 @@ from capabilities.principals import Principal, PrincipalKind
 # is a leaf package (it imports nothing of ours), so this adds no cycle. tests/test_layout.py
 # allows exactly this one import from roles.
 from roles.oracle import MEMORY_ORACLE
+from store.errors import Forbidden, InvalidArgument
 
 __all__ = [
+    "ACCESS",
+    "AGENT_ROLES",
+    "CAPABILITY_TOOLSETS",
     "MEMORY_ORACLE_TOOLS",
+    "OPERATOR",
     "OPERATOR_TOOLS",
     "ROLE_TOOLSETS",
+    "Reach",
+    "acting_agent",
+    "agent_role",
     "is_allowed",
     "policy_tool_names",
+    "reach_of",
+    "require_author",
     "toolset_for",
 ]
 
-OPERATOR_TOOLS: frozenset[str] = frozenset(
+OPERATOR: Final = "operator"
+"""The operator's role name (the local operator, operator tokens)."""
+
+
+class Reach(StrEnum):
+    """How far a role's use of a tool reaches (see the module docstring)."""
+
+    ANY = "any"
+    OWN = "own"
+    BOUND = "bound"
+
+
+_READS: Final = frozenset(
     {
-        # memory
         "memory.query",
-        "memory.record",
         "memory.summarize",
-        "memory.mark_stale",
-        # work
-        "task.create",
         "task.get",
         "task.list",
-        "proposal.create",
-        "proposal.attach_patch",
         "proposal.get",
         "proposal.list",
-        "proposal.request_review",
         "proposal.timeline",
-        "vote.cast",
+        "patch.inspect",
+        "patch.validate",
         "vote.list",
+    }
+)
+"""What every roster agent may read: proposals, timelines, patches, votes, tasks and memory."""
+
+_OPERATOR_ONLY: Final = frozenset(
+    {
         "decision.record",
         "patch.reject",
-        "patch.validate",
         "patch.apply",
-        # oracle feedback (maintainers judge the oracle's warnings; the oracle may not)
+        "memory.mark_stale",
         "oracle.feedback",
         "oracle.stats",
     }
 )
+"""Decisions, reject and apply, memory curation, and judging the oracle: operators alone."""
+
+
+def _cells(reach: Reach, tools: frozenset[str]) -> dict[str, Reach]:
+    return dict.fromkeys(sorted(tools), reach)
+
+
+_AUTHORING: Final = frozenset(
+    {"task.create", "proposal.create", "proposal.attach_patch", "proposal.request_review"}
+)
+
+ACCESS: Final[MappingProxyType[str, MappingProxyType[str, Reach]]] = MappingProxyType(
+    {
+        role: MappingProxyType(cells)
+        for role, cells in {
+            OPERATOR: _cells(
+                Reach.ANY, _READS | _OPERATOR_ONLY | _AUTHORING | {"memory.record", "vote.cast"}
+            ),
+            "Implementer": {**_cells(Reach.ANY, _READS), **_cells(Reach.OWN, _AUTHORING | {"memory.record"})},
+            "Reviewer": {**_cells(Reach.ANY, _READS), "vote.cast": Reach.OWN},
+            "Security": {**_cells(Reach.ANY, _READS), "vote.cast": Reach.OWN},
+            MEMORY_ORACLE.roster_role: _cells(Reach.BOUND, MEMORY_ORACLE.tools),
+        }.items()
+    }
+)
+"""Role by tool: the reach of every call a role may make (absent: refused with ``forbidden``).
+
+The roster roles are the values of ``[agents]`` in ``config.toml``; ``operator`` is the local
+operator and operator tokens. ``MemoryOracle`` runs only as a launched capability bound to one
+proposal, so it holds no agent token.
+"""
+
+AGENT_ROLES: Final = frozenset(role for role in ACCESS if role not in (OPERATOR, MEMORY_ORACLE.roster_role))
+"""The roster roles an agent token (or ``mcp stdio --agent``) may act in."""
+
+OPERATOR_TOOLS: Final = frozenset(ACCESS[OPERATOR])
 """The operator toolset (stdio and operator tokens). It has no ``oracle.warn``."""
 
-MEMORY_ORACLE_TOOLS: frozenset[str] = MEMORY_ORACLE.tools
+MEMORY_ORACLE_TOOLS: Final = MEMORY_ORACLE.tools
 """Exactly what a MemoryOracle capability may call, bound to its proposal (the role's own list)."""
 
-ROLE_TOOLSETS: dict[str, frozenset[str]] = {
-    "operator": OPERATOR_TOOLS,
+CAPABILITY_TOOLSETS: Final[dict[str, frozenset[str]]] = {MEMORY_ORACLE.name: MEMORY_ORACLE_TOOLS}
+"""The roles a capability grant can be minted for (by launch role name), with the tools it carries."""
+
+ROLE_TOOLSETS: Final[dict[str, frozenset[str]]] = {
+    **{role: frozenset(cells) for role, cells in ACCESS.items()},
+    # A grant row names the role by its launch name (memory_oracle); both spellings resolve.
     MEMORY_ORACLE.name: MEMORY_ORACLE_TOOLS,
 }
-"""Each role's allow-list."""
+"""Each role's allow-list, by roster role and by launch role name."""
+
+
+def agent_role(roster: Mapping[str, str], agent_id: object) -> str:
+    """The roster role of ``agent_id`` if it may act through an agent credential (else ``invalid_argument``).
+
+    It must be on the roster (``[agents]``) in one of :data:`AGENT_ROLES`: a MemoryOracle runs
+    only as a launched capability bound to one proposal.
+    """
+    role = roster.get(agent_id) if isinstance(agent_id, str) else None
+    if role is None:
+        known = ", ".join(sorted(roster)) or "none"
+        raise InvalidArgument(f"agent {agent_id!r} is not in the [agents] roster (known: {known})")
+    if role not in AGENT_ROLES:
+        raise InvalidArgument(
+            f"agent {agent_id!r} is a {role}; agent credentials exist for the roles "
+            f"{', '.join(sorted(AGENT_ROLES))} (a MemoryOracle runs only as a launch)"
+        )
+    return role
 
 
 def policy_tool_names() -> frozenset[str]:
@@ -82,9 +175,48 @@ def toolset_for(principal: Principal | None) -> frozenset[str]:
         if principal.grant is None:
             return frozenset()
         return role_tools & principal.grant.tools
+    if principal.kind is PrincipalKind.AGENT and principal.role not in AGENT_ROLES:
+        return frozenset()
     return role_tools
 
 
 def is_allowed(principal: Principal | None, tool: str) -> bool:
-    """Whether ``principal`` may call ``tool``."""
+    """Whether ``principal`` may call ``tool`` at all (its reach is checked by the tool)."""
     return tool in toolset_for(principal)
+
+
+def reach_of(principal: Principal, tool: str) -> Reach | None:
+    """How far ``principal`` may use ``tool`` (``None``: not at all)."""
+    if not is_allowed(principal, tool):
+        return None
+    if principal.kind is PrincipalKind.CAPABILITY:
+        return Reach.BOUND
+    role = MEMORY_ORACLE.roster_role if principal.role == MEMORY_ORACLE.name else principal.role
+    cells = ACCESS.get(role)
+    return None if cells is None else cells.get(tool)
+
+
+def acting_agent(principal: Principal, claimed: str | None, *, field: str = "agent_id") -> str:
+    """The agent a call acts as: the caller itself, whatever it may claim.
+
+    An operator acts for any agent it names (and must name one). Anyone else is its own agent: an
+    omitted ``field`` means the caller, and one naming another agent is :class:`Forbidden`.
+    """
+    if principal.is_operator:
+        if claimed in (None, ""):
+            raise InvalidArgument(f"{field} is required: an operator acts on behalf of a named agent")
+        assert claimed is not None
+        return claimed
+    own = principal.actor
+    if claimed not in (None, "", own):
+        raise Forbidden(f"this credential acts as {own!r}; it cannot act as {claimed!r}")
+    return own
+
+
+def require_author(principal: Principal, author: object, *, tool: str) -> None:
+    """:class:`Forbidden` unless ``principal`` may use ``tool`` on work authored by ``author``.
+
+    Only ``own`` reach is limited (to the caller's own work); operators and bound capabilities pass.
+    """
+    if reach_of(principal, tool) is Reach.OWN and author != principal.actor:
+        raise Forbidden(f"{tool} on another agent's work: it is {author!r}'s, not {principal.actor!r}'s")

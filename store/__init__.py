@@ -127,7 +127,7 @@ class Store:
         self.event_feed = EventFeed(self.db)
         self.console_sessions = ConsoleSessions(self.db)
         self.launches = LaunchStore(self.db)
-        self.grants = GrantStore(self.db)
+        self.grants = GrantStore(self.db, roster=self.config.agents)
         self.files = SafeFiles(self.paths.root)
         self.tasks = TaskStore(self.db)
         self.patches = PatchArtifactStore(

@@ -18,6 +18,7 @@ from capabilities.console._session import ConsoleAuth, LoginRequired
 from capabilities.http_api import api_state
 from store.access import ConsoleSession
 from store.errors import InternalError, RoundtableError
+from store.events import acting_credential
 
 __all__ = ["SECURITY_HEADERS", "console_auth", "layout", "page"]
 
@@ -101,7 +102,9 @@ def page(handler: SessionPage) -> Page:
         session = None
         try:
             session = await console_auth(request).session(request)
-            return await handler(request, session)
+            # Every event and audit row the page writes names the operator token it signed in with.
+            with acting_credential(session.token_id):
+                return await handler(request, session)
         except LoginRequired:
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
             return RedirectResponse(f"/login?next={quote(target, safe='')}", status_code=303)

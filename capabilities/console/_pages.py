@@ -19,7 +19,7 @@ from capabilities.console._widgets import (
     timeline_item,
     warning_card,
 )
-from capabilities.http_api import proposal_detail, read_patch
+from capabilities.http_api import proposal_detail
 from store import Store
 from store.errors import RoundtableError
 
@@ -88,7 +88,7 @@ def _patch_section(store: Store, proposal: dict[str, Any]) -> Markup:
     for version in reversed(proposal.get("versions") or []):
         number = version["version"]
         try:
-            _, data = read_patch(store, proposal["id"], number)
+            _, data = store.proposals.patch(proposal["id"], number)
             rendered = diff_block(data.decode("utf-8", "replace"), label=f"Patch version {number}")
         except RoundtableError as exc:
             rendered = html('<p class="error">Cannot show this version: $msg</p>', msg=exc.message)

@@ -4,7 +4,7 @@
   the database (hash lookup, revocation and expiry as for the API) and then forgotten: the browser
   gets a random session ID in an ``HttpOnly``, ``SameSite=Strict`` cookie, the database keeps
   only its SHA-256 (:mod:`store.access._console_sessions`). The token never appears in a URL, a cookie or
-  a page. Capability tokens (roles) cannot log in.
+  a page. Capability and agent tokens cannot log in: the console is the maintainers' desk.
 - **Sessions** are resolved on every request and end with logout, after 12 hours, or as soon as
   the operator token is revoked or expires.
 - **CSRF**: every console form carries the session's CSRF token in a hidden field, compared in
@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from capabilities.services import Services
-from store.access import ConsoleSession, OperatorTokenRecord
+from store.access import ConsoleSession, TokenKind, TokenRecord
 from store.errors import Forbidden, Unauthenticated
 
 __all__ = [
@@ -86,7 +86,8 @@ class ConsoleAuth:
             raise Unauthenticated("paste an operator token")
         store = self.services.store
         record = await store.db.run(store.grants.authenticate, token)
-        if not isinstance(record, OperatorTokenRecord):
+        if not isinstance(record, TokenRecord) or record.kind is not TokenKind.OPERATOR:
+            # The console is the maintainers' desk (decisions, curation): agents use MCP or the API.
             raise Unauthenticated("only operator tokens open the console")
         return await store.db.run(store.console_sessions.start, record)
 

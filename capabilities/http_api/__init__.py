@@ -13,7 +13,7 @@ from capabilities.http_api._openapi import openapi_document
 from capabilities.http_api._routes import api_routes
 from capabilities.http_api._state import ApiState, api_state
 from capabilities.http_api._stream import EventBroadcaster, EventStreamEndpoint
-from capabilities.http_api._work import proposal_detail, read_patch
+from capabilities.http_api._work import proposal_detail
 
 __all__ = [
     "EXCEPTION_HANDLERS",
@@ -24,5 +24,4 @@ __all__ = [
     "api_state",
     "openapi_document",
     "proposal_detail",
-    "read_patch",
 ]

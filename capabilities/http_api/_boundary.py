@@ -1,10 +1,13 @@
 """What every API request goes through before the store: who calls, as whom, with what.
 
-- :func:`operator_of`: the principal the bearer middleware authenticated; the API serves
-  operator tokens only (a role capability gets 403 ``forbidden``);
+- :func:`caller_of`: the principal the bearer middleware authenticated, if the policy lets it
+  make the call a route stands for (each route is checked as the MCP tool it mirrors, so an agent
+  token may do on the API exactly what it may do on MCP); :func:`operator_of` for the routes only
+  operators may use. Role capabilities use MCP and get 403 ``forbidden`` here;
 - :func:`mutation_context`: for a mutation, also the ``X-Actor-ID`` header, which must be
-  nonblank (400 ``invalid_argument`` when missing or blank) and equal to the token's name (403
-  ``forbidden`` otherwise; the seed trusted the header alone), the JSON body (an object, at most
+  nonblank (400 ``invalid_argument`` when missing or blank) and equal to the token's name (an
+  operator's, or an agent token's agent; 403 ``forbidden`` otherwise: the header never decides
+  who acts), the JSON body (an object, at most
   :data:`MAX_BODY_BYTES`, no NaN/Infinity, no unpaired surrogates) and the ``Idempotency-Key``
   claim, whose request hash covers the method, path, query and canonical body;
 - query parameter parsers that answer 400 ``invalid_argument`` instead of raising.
@@ -22,7 +25,8 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
-from capabilities.principals import Principal
+from capabilities.policy import is_allowed
+from capabilities.principals import Principal, PrincipalKind
 from store.errors import Forbidden, InvalidArgument, Unauthenticated
 from store.events import IdempotencyClaim
 
@@ -31,9 +35,11 @@ __all__ = [
     "IDEMPOTENCY_HEADER",
     "MAX_BODY_BYTES",
     "MutationContext",
+    "caller_of",
     "mutation_context",
     "operator_of",
     "parse_model",
+    "principal_of",
     "query_bool",
     "query_int",
     "query_text",
@@ -46,13 +52,29 @@ _KEY_SHAPE = re.compile(r"[\x21-\x7e]{1,200}")
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
-def operator_of(request: Request) -> Principal:
-    """The operator behind this request, or 401/403."""
+def principal_of(request: Request) -> Principal:
+    """Whoever the bearer middleware authenticated for this request, or 401."""
     principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
     if not isinstance(principal, Principal):
         raise Unauthenticated("missing Authorization: Bearer header")
+    return principal
+
+
+def operator_of(request: Request) -> Principal:
+    """The operator behind this request, or 401/403."""
+    principal = principal_of(request)
     if not principal.is_operator:
-        raise Forbidden("the HTTP API serves operator tokens; role capabilities use MCP")
+        raise Forbidden("only operator tokens may use this route")
+    return principal
+
+
+def caller_of(request: Request, tool: str) -> Principal:
+    """The caller, if the policy lets it make the call ``tool`` (the MCP tool the route mirrors); else 403."""
+    principal = principal_of(request)
+    if principal.kind is PrincipalKind.CAPABILITY:
+        raise Forbidden("the HTTP API serves operator and agent tokens; role capabilities use MCP")
+    if not is_allowed(principal, tool):
+        raise Forbidden(f"this route is {tool}, which a {principal.role} may not use")
     return principal
 
 
@@ -63,6 +85,7 @@ class MutationContext:
     actor: str
     body: dict[str, Any]
     claim: IdempotencyClaim | None
+    principal: Principal
 
 
 def _reject_constant(name: str) -> Any:
@@ -117,14 +140,19 @@ def _request_hash(request: Request, body: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-async def mutation_context(request: Request) -> MutationContext:
-    """Check a mutation's caller, actor header, body and idempotency key (in that order)."""
-    principal = operator_of(request)
+async def mutation_context(request: Request, tool: str | None = None) -> MutationContext:
+    """Check a mutation's caller, actor header, body and idempotency key (in that order).
+
+    ``tool``: the MCP tool the route mirrors (``None``: an operator-only route).
+    """
+    principal = operator_of(request) if tool is None else caller_of(request, tool)
     actor = request.headers.get(ACTOR_HEADER)
     if actor is None or not actor.strip():
-        raise InvalidArgument("mutations need a nonblank X-Actor-ID header naming the token's operator")
+        raise InvalidArgument(
+            "mutations need a nonblank X-Actor-ID header naming the token's operator or agent"
+        )
     if actor.strip() != principal.name:
-        raise Forbidden("X-Actor-ID does not match the operator this token was issued to")
+        raise Forbidden("X-Actor-ID does not match the operator or agent this token was issued to")
     body = await _json_body(request)
     key = request.headers.get(IDEMPOTENCY_HEADER)
     claim = None
@@ -137,7 +165,7 @@ async def mutation_context(request: Request) -> MutationContext:
             route=f"{request.method} {request.url.path}",
             request_sha256=_request_hash(request, body),
         )
-    return MutationContext(actor=principal.name, body=body, claim=claim)
+    return MutationContext(actor=principal.name, body=body, claim=claim, principal=principal)
 
 
 def parse_model(

@@ -19,6 +19,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from capabilities.mcp import PRINCIPAL_SCOPE_KEY
+from capabilities.principals import Principal
 from store.errors import (
     InternalError,
     InvalidArgument,
@@ -27,6 +29,7 @@ from store.errors import (
     RoundtableError,
     error_body,
 )
+from store.events import acting_credential
 
 __all__ = [
     "EXCEPTION_HANDLERS",
@@ -78,8 +81,11 @@ def endpoint(handler: Handler) -> Handler:
 
     @functools.wraps(handler)
     async def wrapped(request: Request) -> Response:
+        principal = request.scope.get(PRINCIPAL_SCOPE_KEY)
         try:
-            return await handler(request)
+            # Every event and audit row the request writes names the credential it came through.
+            with acting_credential(principal.credential_id if isinstance(principal, Principal) else None):
+                return await handler(request)
         except InternalError as exc:  # a failure, not a refusal: the log keeps the chained cause
             _log.exception("http.failed", path=request.url.path, method=request.method)
             return error_response(exc)

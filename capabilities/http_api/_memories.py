@@ -1,9 +1,11 @@
 """The memory routes of ``/api/v1`` (the seed's endpoints, with its documented flaws fixed).
 
-Each handler is thin: check the caller (and, for a mutation, the actor header, the body and the
-idempotency key), hand the store one call on a worker thread, answer with the store's JSON. The
-semantics live in :mod:`store.memory._admin` and its sibling modules. Handlers are module-level
-and find the store in ``request.app.state`` (:func:`capabilities.http_api._state.api_state`).
+Each handler is thin: check the caller (reads and ``POST /memories`` as the MCP tool they mirror,
+``memory.query`` and ``memory.record``; revisions, merges and lifecycle actions are curation, for
+operators only), and for a mutation the actor header, the body and the idempotency key; hand the
+store one call on a worker thread, answer with the store's JSON. The semantics live in
+:mod:`store.memory._admin` and its sibling modules. Handlers are module-level and find the store in
+``request.app.state`` (:func:`capabilities.http_api._state.api_state`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from capabilities.http_api._boundary import (
 )
 from capabilities.http_api._errors import endpoint, json_response
 from capabilities.http_api._models import EmptyBody, MemoryCreate, ResynthesisCreate, RevisionCreate
-from capabilities.http_api._state import ApiState, api_state, operator_api
+from capabilities.http_api._state import ApiState, api_for, api_state
 from store.errors import (
     InvalidExpectedRevision,
     InvalidMemory,
@@ -52,7 +54,7 @@ async def _commit(
 
 async def list_memories(request: Request) -> Response:
     """``GET /memories``: search and page through the entries."""
-    api = operator_api(request)
+    api = api_for(request, "memory.query")
     return await api.answer(
         api.store.memory_admin.list,
         q=query_text(request, "q"),
@@ -66,15 +68,22 @@ async def list_memories(request: Request) -> Response:
 
 async def create_memory(request: Request) -> Response:
     """``POST /memories``: record a new entry."""
-    ctx = await mutation_context(request)
+    ctx = await mutation_context(request, "memory.record")
     api = api_state(request)
     body = parse_model(MemoryCreate, ctx.body, error=InvalidMemory)
-    return await _commit(api, api.store.memory_admin.create, body.fields(), actor=ctx.actor, claim=ctx.claim)
+    return await _commit(
+        api,
+        api.store.memory_admin.create,
+        body.fields(),
+        actor=ctx.actor,
+        claim=ctx.claim,
+        writer=ctx.principal.memory_writer,
+    )
 
 
 async def get_memory(request: Request) -> Response:
     """``GET /memories/{memory_id}``: one entry (optionally following its aliases)."""
-    api = operator_api(request)
+    api = api_for(request, "memory.query")
     follow = query_bool(request, "follow_aliases")
     return await api.answer(
         api.store.memory_admin.get, request.path_params["memory_id"], follow_aliases=follow
@@ -103,13 +112,13 @@ async def create_revision(request: Request) -> Response:
 
 async def list_revisions(request: Request) -> Response:
     """``GET /memories/{memory_id}/revisions``: every revision of an entry."""
-    api = operator_api(request)
+    api = api_for(request, "memory.query")
     return await api.answer(api.store.memory_admin.revisions, request.path_params["memory_id"])
 
 
 async def diff(request: Request) -> Response:
     """``GET /memories/{memory_id}/diff``: the diff between two revisions."""
-    api = operator_api(request)
+    api = api_for(request, "memory.query")
     return await api.answer(
         api.store.memory_admin.diff,
         request.path_params["memory_id"],
@@ -120,13 +129,13 @@ async def diff(request: Request) -> Response:
 
 async def graph(request: Request) -> Response:
     """``GET /memories/{memory_id}/graph``: an entry's links."""
-    api = operator_api(request)
+    api = api_for(request, "memory.query")
     return await api.answer(api.store.memory_admin.graph, request.path_params["memory_id"])
 
 
 async def source_chain(request: Request) -> Response:
     """``GET /memories/{memory_id}/source-chain``: where an entry came from, to a depth."""
-    api = operator_api(request)
+    api = api_for(request, "memory.query")
     depth = query_int(request, "depth", default=1)
     assert depth is not None
     return await api.answer(

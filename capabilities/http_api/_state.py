@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
-from capabilities.http_api._boundary import operator_of
+from capabilities.http_api._boundary import caller_of, operator_of
 from capabilities.http_api._errors import encoded, json_response
 from capabilities.services import Services
 from store import Store
@@ -25,7 +25,7 @@ from store.errors import InternalError
 if TYPE_CHECKING:
     from capabilities.http_api._stream import EventBroadcaster
 
-__all__ = ["ApiState", "api_state", "operator_api"]
+__all__ = ["ApiState", "api_for", "api_state", "operator_api"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -67,4 +67,10 @@ def api_state(request: Request) -> ApiState:
 def operator_api(request: Request) -> ApiState:
     """:func:`api_state` for a read by an operator (401/403 for anyone else, as :func:`operator_of`)."""
     operator_of(request)
+    return api_state(request)
+
+
+def api_for(request: Request, tool: str) -> ApiState:
+    """:func:`api_state` for a read the policy allows as ``tool`` (401/403 otherwise: :func:`caller_of`)."""
+    caller_of(request, tool)
     return api_state(request)

@@ -1,8 +1,10 @@
 """The work routes of ``/api/v1``: proposals, their timelines and patches, and the event log.
 
-All read-only. Proposal lists page with an opaque cursor (the store's position, wrapped); the
-patch route answers the stored bytes as ``text/plain`` after the safe reader has checked them
-against the SHA-256 in the database; ``GET /events?after=ID`` pages forward through the log.
+All read-only, each checked as the MCP tool it mirrors (``proposal.list``, ``proposal.get``,
+``proposal.timeline``, ``patch.inspect``; the whole event log is for operators). Proposal lists page
+with an opaque cursor (the store's position, wrapped); the patch route answers the stored bytes as
+``text/plain`` after the safe reader has checked them against the SHA-256 in the database; ``GET
+/events?after=ID`` pages forward through the log.
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ from starlette.routing import Route
 
 from capabilities.http_api._boundary import query_int, query_text
 from capabilities.http_api._errors import endpoint, json_response
-from capabilities.http_api._state import operator_api
+from capabilities.http_api._state import api_for, operator_api
 from store import Store
-from store.errors import InvalidArgument, PatchVersionNotFound
-from store.patches import PatchVersion
+from store.errors import InvalidArgument
 
-__all__ = ["MAX_PROPOSAL_PAGE", "WORK_ROUTES", "proposal_detail", "read_patch"]
+__all__ = ["MAX_PROPOSAL_PAGE", "WORK_ROUTES", "proposal_detail"]
 
 MAX_PROPOSAL_PAGE = 200
 _CURSOR_PREFIX = "proposal:"
@@ -49,20 +50,9 @@ def proposal_detail(store: Store, proposal_id: str) -> dict[str, Any]:
     return {"proposal": proposal, "votes": [vote.to_dict() for vote in votes], "consensus": consensus}
 
 
-def read_patch(store: Store, proposal_id: str, version: int | None) -> tuple[PatchVersion, bytes]:
-    """One patch version of a proposal (default: the current one) and its verified bytes."""
-    proposal = store.proposals.get(proposal_id)
-    wanted = proposal["current_version"] if version is None else version
-    found = next((v for v in proposal.get("versions", []) if v["version"] == wanted), None)
-    if found is None:
-        raise PatchVersionNotFound(f"proposal {proposal_id} has no patch version {wanted}")
-    record = PatchVersion(**{**found, "files": tuple(found["files"])})
-    return record, store.patches.read_verified(record)
-
-
 async def list_proposals(request: Request) -> Response:
     """``GET /proposals``: the proposals, paged by an opaque cursor."""
-    api = operator_api(request)
+    api = api_for(request, "proposal.list")
     limit = query_int(request, "limit", default=50)
     assert limit is not None
     if not 1 <= limit <= MAX_PROPOSAL_PAGE:
@@ -80,21 +70,21 @@ async def list_proposals(request: Request) -> Response:
 
 async def get_proposal(request: Request) -> Response:
     """``GET /proposals/{proposal_id}``: a proposal with its votes and consensus."""
-    api = operator_api(request)
+    api = api_for(request, "proposal.get")
     return await api.answer(proposal_detail, api.store, request.path_params["proposal_id"])
 
 
 async def timeline(request: Request) -> Response:
     """``GET /proposals/{proposal_id}/timeline``: everything that happened to a proposal."""
-    api = operator_api(request)
+    api = api_for(request, "proposal.timeline")
     return await api.answer(api.store.timeline.timeline, request.path_params["proposal_id"])
 
 
 async def patch(request: Request) -> Response:
     """``GET /proposals/{proposal_id}/patch``: one patch version's verified bytes, as text."""
-    api = operator_api(request)
+    api = api_for(request, "patch.inspect")
     version = query_int(request, "version")
-    record, data = await api.run(read_patch, api.store, request.path_params["proposal_id"], version)
+    record, data = await api.run(api.store.proposals.patch, request.path_params["proposal_id"], version)
     return Response(
         data,
         media_type="text/plain; charset=utf-8",

@@ -16,6 +16,7 @@ from capabilities.policy import is_allowed
 from capabilities.principals import Principal
 from capabilities.services import Services
 from store.errors import Forbidden, InternalError, InvalidArgument, NotFound, RoundtableError, error_body
+from store.events import acting_credential
 
 __all__ = ["ToolOutcome", "call_tool"]
 
@@ -62,7 +63,9 @@ async def call_tool(
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidArgument("arguments must be an object")
         args = spec.parse(arguments)
-        result = await spec.handler(ToolCall(services=services, principal=principal, args=args))
+        # Every event and audit row the call writes names the credential it came through.
+        with acting_credential(principal.credential_id):
+            result = await spec.handler(ToolCall(services=services, principal=principal, args=args))
     except InternalError as exc:
         # Ours, but a failure rather than a refusal: the operator needs the chained cause.
         log.exception("tool.failed", code=exc.code)

@@ -14,7 +14,8 @@ from store.access._grants import (
     GrantRecord,
     GrantStore,
     IssuedToken,
-    OperatorTokenRecord,
+    TokenKind,
+    TokenRecord,
     require_live_grant,
     revoke_for_proposal_in,
 )
@@ -29,7 +30,8 @@ __all__ = [
     "GrantRecord",
     "GrantStore",
     "IssuedToken",
-    "OperatorTokenRecord",
+    "TokenKind",
+    "TokenRecord",
     "require_live_grant",
     "revoke_for_proposal_in",
 ]

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from store._ids import utc_now
-from store.access._grants import OperatorTokenRecord
+from store.access._grants import TokenKind, TokenRecord
 from store.db import Database
+from store.errors import Unauthenticated
 from store.events import append_audit
 
 __all__ = ["DEFAULT_SESSION_SECONDS", "ConsoleSession", "ConsoleSessions"]
@@ -51,9 +52,11 @@ class ConsoleSessions:
         self.db = db
 
     def start(
-        self, record: OperatorTokenRecord, *, ttl_seconds: int = DEFAULT_SESSION_SECONDS
+        self, record: TokenRecord, *, ttl_seconds: int = DEFAULT_SESSION_SECONDS
     ) -> tuple[str, ConsoleSession]:
         """A new session for a verified operator token: ``(raw session ID, session)``."""
+        if record.kind is not TokenKind.OPERATOR:
+            raise Unauthenticated("only operator tokens open the console")
         session_id = secrets.token_urlsafe(32)
         csrf = secrets.token_urlsafe(32)
         now = utc_now()

@@ -1,4 +1,4 @@
-"""Capability grants: minting, verification and revocation (and verification of operator tokens).
+"""Capability grants: minting, verification and revocation (and of operator and agent tokens).
 
 A **grant** binds a role launch to one proposal ``P``: its task ``T`` (read from the proposal row
 inside the minting transaction), the allowed scopes ``{T, "project"}``, the allowed tools and an
@@ -22,7 +22,7 @@ from __future__ import annotations
 import hmac
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from store._ids import new_id, utc_now
@@ -39,17 +39,18 @@ from store.access._grant_rows import (
 from store.access._tokens import (
     MAX_TTL_SECONDS,
     IssuedToken,
-    OperatorTokenRecord,
+    TokenKind,
+    TokenRecord,
     check_operator_name,
     check_ttl,
     hash_token,
-    insert_operator_token,
+    insert_token,
     looks_like_token,
     new_token,
-    operator_from_row,
     parse_time,
     revoke_operator_token_in,
     stamp_time,
+    token_from_row,
 )
 from store.db import Database
 from store.errors import Conflict, InvalidArgument, NotFound, Unauthenticated
@@ -62,7 +63,8 @@ __all__ = [
     "GrantRecord",
     "GrantStore",
     "IssuedToken",
-    "OperatorTokenRecord",
+    "TokenKind",
+    "TokenRecord",
     "hash_token",
     "looks_like_token",
     "require_live_grant",
@@ -107,8 +109,16 @@ def _proposal_task(conn: sqlite3.Connection, proposal_id: str) -> str:
 class GrantStore:
     """Mints, verifies and revokes grants and operator tokens; every method is blocking."""
 
-    def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now):
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        roster: Mapping[str, str] | None = None,
+    ):
         self.db = db
+        # The project's [agents] table (agent ID to roster role): agent tokens name one of them.
+        self.roster: Mapping[str, str] = roster if roster is not None else {}
         # Replaceable so tests can move time forward instead of sleeping past an expiry.
         self.clock = clock
 
@@ -235,21 +245,33 @@ class GrantStore:
 
     # -- operator tokens -----------------------------------------------------------------------
 
-    def mint_operator_token(
-        self, *, name: str, actor: str, ttl_seconds: int | None = None
-    ) -> IssuedToken[OperatorTokenRecord]:
-        """Mint an operator token called ``name``; the token is in the answer only."""
+    def mint_token(
+        self, *, name: str, actor: str, ttl_seconds: int | None = None, agent_id: str | None = None
+    ) -> IssuedToken[TokenRecord]:
+        """Mint a token called ``name``; the token is in the answer only.
+
+        Without ``agent_id`` it is an operator token; with it, an agent token bound to that roster
+        agent (:class:`InvalidArgument` for an agent not in ``[agents]``).
+        """
         name_v = check_operator_name(name)
         ttl = check_ttl(ttl_seconds, required=False)
+        agent_v = None if agent_id is None else self.roster_agent(agent_id)
         token, digest = new_token()
         record = self.db.write(
-            lambda conn: insert_operator_token(
-                conn, name=name_v, digest=digest, actor=actor, now=self.clock(), ttl=ttl
+            lambda conn: insert_token(
+                conn, name=name_v, digest=digest, actor=actor, now=self.clock(), ttl=ttl, agent_id=agent_v
             )
         )
         return IssuedToken(record, token)
 
-    def revoke_operator_token(self, token_id: str, *, actor: str) -> tuple[OperatorTokenRecord, bool]:
+    def roster_agent(self, agent_id: object) -> str:
+        """``agent_id`` if the roster (``[agents]``) has it, else ``invalid_argument`` naming the roster."""
+        if not isinstance(agent_id, str) or agent_id not in self.roster:
+            known = ", ".join(sorted(self.roster)) or "none"
+            raise InvalidArgument(f"agent {agent_id!r} is not in the [agents] roster (known: {known})")
+        return agent_id
+
+    def revoke_token(self, token_id: str, *, actor: str) -> tuple[TokenRecord, bool]:
         """Revoke an operator token by its ID; returns it and whether this call revoked it."""
         id_v = _check_label("token_id", token_id)
         return self.db.write(lambda conn: revoke_operator_token_in(conn, id_v, actor=actor, now=self.clock()))
@@ -278,18 +300,18 @@ class GrantStore:
         if row["expires_at"] is not None and parse_time(str(row["expires_at"])) <= self.clock():
             raise Unauthenticated("the credential has expired")
 
-    def list_operator_tokens(self) -> list[OperatorTokenRecord]:
-        """Every operator token, newest first."""
+    def list_tokens(self) -> list[TokenRecord]:
+        """Every operator and agent token, newest first."""
         rows = self.db.read(
             lambda conn: conn.execute(
                 "SELECT * FROM operator_tokens ORDER BY created_at DESC, id DESC"
             ).fetchall()
         )
-        return [operator_from_row(row) for row in rows]
+        return [token_from_row(row) for row in rows]
 
     # -- verification --------------------------------------------------------------------------
 
-    def authenticate(self, token: str) -> GrantRecord | OperatorTokenRecord:
+    def authenticate(self, token: str) -> GrantRecord | TokenRecord:
         """The live grant or operator token behind ``token``, or :class:`Unauthenticated`.
 
         Error messages never contain the token; unknown, expired and revoked credentials each
@@ -315,4 +337,10 @@ class GrantStore:
         expires_at = row["expires_at"]
         if expires_at is not None and parse_time(str(expires_at)) <= self.clock():
             raise Unauthenticated("the credential has expired")
-        return grant_from_row(row) if kind == "grant" else operator_from_row(row)
+        if kind == "grant":
+            return grant_from_row(row)
+        record = token_from_row(row)
+        if record.agent_id is not None and record.agent_id not in self.roster:
+            # Taking an agent off the roster retires its tokens at once.
+            raise Unauthenticated(f"agent {record.agent_id!r} is no longer in the [agents] roster")
+        return record

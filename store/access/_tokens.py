@@ -1,10 +1,11 @@
-"""Bearer tokens: minting, hashing, and the operator tokens table.
+"""Bearer tokens: minting, hashing, and the tokens table (operator and agent tokens).
 
-Every bearer token Roundtable hands out, operator token or capability grant, is
+Every bearer token Roundtable hands out, operator token, agent token or capability grant, is
 ``secrets.token_urlsafe(32)``. Only its SHA-256 is stored; the raw token leaves the store once,
-inside :class:`IssuedToken`, whose ``repr`` hides it. Operator tokens name an operator on HTTP
-(``X-Actor-ID`` must equal the name on the HTTP API); they expire only when minted with a TTL.
-Verification of both kinds lives in :class:`store.access._grants.GrantStore.authenticate`.
+inside :class:`IssuedToken`, whose ``repr`` hides it. An **operator token** names an operator
+(``X-Actor-ID`` must equal the name on the HTTP API); an **agent token** is bound to one roster
+agent (``agent_id``) and acts as that agent only, with its roster role's toolset. Both expire only
+when minted with a TTL. Verification lives in :class:`store.access._grants.GrantStore.authenticate`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import secrets
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 from store._ids import new_id
@@ -26,17 +28,18 @@ __all__ = [
     "MAX_TTL_SECONDS",
     "TOKEN_BYTES",
     "IssuedToken",
-    "OperatorTokenRecord",
+    "TokenKind",
+    "TokenRecord",
     "check_operator_name",
     "check_ttl",
     "hash_token",
-    "insert_operator_token",
+    "insert_token",
     "looks_like_token",
     "new_token",
-    "operator_from_row",
     "parse_time",
     "revoke_operator_token_in",
     "stamp_time",
+    "token_from_row",
 ]
 
 TOKEN_BYTES = 32
@@ -96,9 +99,16 @@ def check_ttl(ttl_seconds: object, *, required: bool) -> int | None:
     return ttl_seconds
 
 
+class TokenKind(StrEnum):
+    """What a token stands for."""
+
+    OPERATOR = "operator"
+    AGENT = "agent"
+
+
 @dataclass(frozen=True)
-class OperatorTokenRecord:
-    """One operator token, as stored (the token hash is not part of it)."""
+class TokenRecord:
+    """One operator or agent token, as stored (the token hash is not part of it)."""
 
     id: str
     name: str
@@ -106,15 +116,26 @@ class OperatorTokenRecord:
     created_at: str
     expires_at: str | None
     revoked_at: str | None
+    agent_id: str | None = None
+    """The roster agent an agent token acts as; ``None`` for an operator token."""
+
+    @property
+    def kind(self) -> TokenKind:
+        """Operator or agent token."""
+        return TokenKind.OPERATOR if self.agent_id is None else TokenKind.AGENT
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape shown to operators (never the token)."""
-        return as_dict(self)
+        """The JSON shape shown to operators (never the token); ``agent_id`` only on agent tokens."""
+        shape = as_dict(self)
+        shape["kind"] = str(self.kind)
+        if self.agent_id is None:
+            del shape["agent_id"]
+        return shape
 
 
-def operator_from_row(row: sqlite3.Row) -> OperatorTokenRecord:
-    """Build an :class:`OperatorTokenRecord` from an ``operator_tokens`` row."""
-    return from_row(OperatorTokenRecord, row)
+def token_from_row(row: sqlite3.Row) -> TokenRecord:
+    """Build a :class:`TokenRecord` from an ``operator_tokens`` row."""
+    return from_row(TokenRecord, row)
 
 
 def check_operator_name(name: object) -> str:
@@ -127,33 +148,41 @@ def check_operator_name(name: object) -> str:
     return name
 
 
-def _load_operator_token(conn: sqlite3.Connection, token_id: str) -> OperatorTokenRecord:
-    return operator_from_row(fetch_row(conn, "operator_tokens", "operator token", token_id))
+def _load_operator_token(conn: sqlite3.Connection, token_id: str) -> TokenRecord:
+    return token_from_row(fetch_row(conn, "operator_tokens", "operator token", token_id))
 
 
-def insert_operator_token(
-    conn: sqlite3.Connection, *, name: str, digest: str, actor: str, now: datetime, ttl: int | None
-) -> OperatorTokenRecord:
-    """Store a token hash and its ``operator_token.created`` event, in the caller's transaction."""
+def insert_token(
+    conn: sqlite3.Connection,
+    *,
+    name: str,
+    digest: str,
+    actor: str,
+    now: datetime,
+    ttl: int | None,
+    agent_id: str | None = None,
+) -> TokenRecord:
+    """Store a token hash and its ``operator_token.created`` event, in the caller's transaction.
+
+    ``agent_id`` makes it an agent token (the caller has checked the agent is on the roster).
+    """
     token_id = new_id("token")
     expires = None if ttl is None else stamp_time(now + timedelta(seconds=ttl))
     conn.execute(
-        "INSERT INTO operator_tokens (id, name, token_sha256, created_by, created_at, expires_at)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        (token_id, name, digest, actor, stamp_time(now), expires),
+        "INSERT INTO operator_tokens (id, name, token_sha256, created_by, created_at, expires_at, agent_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (token_id, name, digest, actor, stamp_time(now), expires, agent_id),
     )
-    append_event(
-        conn,
-        "operator_token.created",
-        actor=actor,
-        payload={"token_id": token_id, "name": name, "expires_at": expires},
-    )
+    payload: dict[str, Any] = {"token_id": token_id, "name": name, "expires_at": expires}
+    if agent_id is not None:
+        payload["agent_id"] = agent_id
+    append_event(conn, "operator_token.created", actor=actor, payload=payload)
     return _load_operator_token(conn, token_id)
 
 
 def revoke_operator_token_in(
     conn: sqlite3.Connection, token_id: str, *, actor: str, now: datetime
-) -> tuple[OperatorTokenRecord, bool]:
+) -> tuple[TokenRecord, bool]:
     """Revoke an operator token in the caller's transaction; whether this call revoked it."""
     if (current := _load_operator_token(conn, token_id)).revoked_at is not None:
         return current, False

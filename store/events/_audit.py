@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from store._ids import utc_now_iso
-from store.events._log import Event
+from store.events._log import Event, current_credential
 
 __all__ = ["AuditRow", "append_audit", "list_audit"]
 
@@ -30,6 +30,8 @@ class AuditRow:
     target_id: str
     event_id: int | None
     details: dict[str, Any] = field(default_factory=dict)
+    credential_id: str | None = None
+    """The token or grant the change came through; ``"local"`` for the operator's own process."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape."""
@@ -37,6 +39,7 @@ class AuditRow:
             "id": self.id,
             "created_at": self.created_at,
             "actor": self.actor,
+            "credential_id": self.credential_id,
             "action": self.action,
             "target_type": self.target_type,
             "target_id": self.target_id,
@@ -59,11 +62,13 @@ def append_audit(
     if not conn.in_transaction:
         raise RuntimeError("append_audit must run inside the write transaction of its change")
     cursor = conn.execute(
-        "INSERT INTO audit_log (created_at, actor, action, target_type, target_id, event_id, details)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit_log"
+        " (created_at, actor, credential_id, action, target_type, target_id, event_id, details)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         (
             utc_now_iso(),
             actor,
+            current_credential(),
             action,
             target_type,
             target_id,
@@ -95,6 +100,7 @@ def list_audit(conn: sqlite3.Connection, *, target_id: str | None = None, limit:
             target_id=r["target_id"],
             event_id=r["event_id"],
             details=json.loads(r["details"] or "{}"),
+            credential_id=r["credential_id"],
         )
         for r in rows
     ]

@@ -8,14 +8,51 @@ Event IDs are integers that increase with commit order: writers are serialised b
 
 from __future__ import annotations
 
+import contextvars
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from store._ids import utc_now_iso
 
-__all__ = ["Event", "append_event", "event_from_row", "get_event", "list_events"]
+__all__ = [
+    "LOCAL_CREDENTIAL",
+    "Event",
+    "acting_credential",
+    "append_event",
+    "current_credential",
+    "event_from_row",
+    "get_event",
+    "list_events",
+]
+
+LOCAL_CREDENTIAL = "local"
+"""The credential of the operator's own process (stdio, the CLI): no token, the file system."""
+
+# Which credential the change being written came through. The transport that authenticated the
+# caller sets it around the whole call (an MCP tool call, an HTTP request); worker threads inherit
+# it, since anyio copies the context into them. Callers never pass it, so no argument can forge it.
+_CREDENTIAL: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "roundtable_credential", default=LOCAL_CREDENTIAL
+)
+
+
+@contextmanager
+def acting_credential(credential_id: str | None) -> Iterator[None]:
+    """Record ``credential_id`` (``None``: the local process) on every event and audit row written inside."""
+    reset = _CREDENTIAL.set(credential_id or LOCAL_CREDENTIAL)
+    try:
+        yield
+    finally:
+        _CREDENTIAL.reset(reset)
+
+
+def current_credential() -> str:
+    """The credential the change being written came through (:data:`LOCAL_CREDENTIAL` by default)."""
+    return _CREDENTIAL.get()
 
 
 @dataclass(frozen=True)
@@ -29,6 +66,8 @@ class Event:
     task_id: str | None
     proposal_id: str | None
     payload: dict[str, Any] = field(default_factory=dict)
+    credential_id: str | None = None
+    """The token or grant the change came through; ``"local"`` for the operator's own process."""
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape used by every interface."""
@@ -37,6 +76,7 @@ class Event:
             "type": self.type,
             "created_at": self.created_at,
             "actor": self.actor,
+            "credential_id": self.credential_id,
             "task_id": self.task_id,
             "proposal_id": self.proposal_id,
             "payload": self.payload,
@@ -53,6 +93,7 @@ def event_from_row(row: sqlite3.Row) -> Event:
         task_id=row["task_id"],
         proposal_id=row["proposal_id"],
         payload=json.loads(row["payload"]) if row["payload"] else {},
+        credential_id=row["credential_id"],
     )
 
 
@@ -70,14 +111,15 @@ def append_event(
         raise RuntimeError("append_event must run inside the write transaction of its change")
     created_at = utc_now_iso()
     body = payload or {}
+    credential = current_credential()
     cursor = conn.execute(
-        "INSERT INTO events (type, created_at, actor, task_id, proposal_id, payload)"
-        " VALUES (?, ?, ?, ?, ?, ?)",
-        (type_, created_at, actor, task_id, proposal_id, json.dumps(body, sort_keys=True)),
+        "INSERT INTO events (type, created_at, actor, credential_id, task_id, proposal_id, payload)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (type_, created_at, actor, credential, task_id, proposal_id, json.dumps(body, sort_keys=True)),
     )
     event_id = cursor.lastrowid
     assert event_id is not None
-    return Event(event_id, type_, created_at, actor, task_id, proposal_id, body)
+    return Event(event_id, type_, created_at, actor, task_id, proposal_id, body, credential)
 
 
 def get_event(conn: sqlite3.Connection, event_id: int) -> Event | None:

@@ -11,6 +11,7 @@ from store.memory._actions import ACTIONS, Synthesizer, lexical_resynthesis
 from store.memory._admin import MemoryAdmin
 from store.memory._entry import MemoryEntry, entry_from_row
 from store.memory._new_entry import HTTP_CREATE, RECORD, EntryContract, NewEntry
+from store.memory._ownership import MemoryWriter
 from store.memory._store import MemoryStore
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "MemoryAdmin",
     "MemoryEntry",
     "MemoryStore",
+    "MemoryWriter",
     "NewEntry",
     "Synthesizer",
     "entry_from_row",

@@ -34,6 +34,7 @@ from store.memory._actions import ACTIONS, Synthesizer, act_in, fulfil_resynthes
 from store.memory._history import diff_revisions, list_revisions, prepare_revision
 from store.memory._links import alias_graph, merge_in, merge_legacy_in, resolve_aliases, source_chain
 from store.memory._new_entry import HTTP_CREATE, NewEntry
+from store.memory._ownership import MemoryWriter
 from store.memory._views import load_memory, memory_view
 from store.memory._write import insert_entry, record_change
 
@@ -62,10 +63,15 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     return created_at, memory_id
 
 
-def create_in(conn: sqlite3.Connection, new: NewEntry, *, actor: str) -> dict[str, Any]:
+def create_in(conn: sqlite3.Connection, new: NewEntry, *, actor: str, writer: MemoryWriter) -> dict[str, Any]:
     """``POST /memories`` in its transaction: the entry (revision 1, edges), event, audit; ``{"memory"}``."""
     memory_id = insert_entry(
-        conn, new, actor=actor, now=utc_now_iso(), history={"via": "http", "sources": len(new.sources)}
+        conn,
+        new,
+        actor=actor,
+        now=utc_now_iso(),
+        writer=writer,
+        history={"via": "http", "sources": len(new.sources)},
     )
     record_change(
         conn,
@@ -105,15 +111,22 @@ class MemoryAdmin:
     # -- create, list, detail ------------------------------------------------------------------
 
     def create(
-        self, fields: Mapping[str, Any], *, actor: str, claim: IdempotencyClaim | None = None
+        self,
+        fields: Mapping[str, Any],
+        *,
+        actor: str,
+        claim: IdempotencyClaim | None = None,
+        writer: MemoryWriter | None = None,
     ) -> Committed:
         """``POST /memories``: 201 ``{"memory"}``; ``fields`` as the route parsed them.
 
         Validated under the HTTP contract (``invalid_memory``, redaction, confidence and reliability
-        in 0..1) by the validator ``memory.record`` uses too.
+        in 0..1) by the validator ``memory.record`` uses too. ``writer`` is who the credential says
+        wrote it (default: the operator ``actor``).
         """
         new = NewEntry.validate(fields, HTTP_CREATE)
-        return self._commit(partial(create_in, new=new, actor=actor), claim, 201)
+        by = writer or MemoryWriter.operator(actor)
+        return self._commit(partial(create_in, new=new, actor=actor, writer=by), claim, 201)
 
     def list(
         self,

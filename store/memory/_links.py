@@ -24,6 +24,7 @@ from store.errors import InvalidArgument, InvalidMemoryTarget, MemoryMergeConfli
 from store.memory._checks import merged_checks
 from store.memory._entry import parse_json_column
 from store.memory._new_entry import NewEntry
+from store.memory._ownership import MemoryWriter
 from store.memory._redaction import redact
 from store.memory._views import load_memory, memory_view
 from store.memory._write import insert_entry, record_change
@@ -205,6 +206,7 @@ def merge_in(conn: sqlite3.Connection, *, source_id: str, target_id: str, actor:
         merged,
         actor=actor,
         now=now,
+        writer=MemoryWriter.operator(actor),  # merging is curation: operators only
         reason=f"merge of {source_id} into {target_id}",
         history={"merged_from": [source_id, target_id]},
     )

@@ -35,6 +35,7 @@ from store.errors import Forbidden, InvalidArgument
 from store.events import append_event
 from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
+from store.memory._ownership import MemoryWriter, writer_owns
 from store.memory._search import MemoryFilter, ranked_query, render_summary, substring_query, summary_query
 from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
@@ -140,15 +141,20 @@ class MemoryStore:
         status: object = None,
         checks: object = None,
         actor: str,
+        writer: MemoryWriter | None = None,
         source_proposal_id: str | None = None,
         allowed_scopes: frozenset[str] | None = None,
         grant_id: str | None = None,
     ) -> MemoryEntry:
         """``memory.record``: insert, or fully replace the core fields of an existing ID.
 
-        With ``allowed_scopes`` (a capability's scopes) both the new scope and, on replacement,
-        the stored entry's scope must be allowed. With ``grant_id`` the grant must still be live
-        inside the write transaction, so a revocation that lands after authentication stops it.
+        ``writer`` is who the credential says writes (default: ``grant_id``'s grant when given,
+        else the operator ``actor``); one that
+        is not a curator replaces only entries it wrote and never sets lifecycle state
+        (:mod:`store.memory._ownership`). With ``allowed_scopes`` (a capability's scopes) both the
+        new scope and, on replacement, the stored entry's scope must be allowed. With ``grant_id``
+        the grant must still be live inside the write transaction, so a revocation that lands
+        after authentication stops it.
         """
         fields = {
             "scope": scope,
@@ -164,17 +170,41 @@ class MemoryStore:
         entry = dataclasses.replace(NewEntry.validate(fields, RECORD), source_proposal_id=source_proposal_id)
         if allowed_scopes is not None and entry.scope not in allowed_scopes:
             raise Forbidden(f"scope {entry.scope!r} is outside this capability's scopes")
+        # The default writer: the grant when the call is bound to one, else the operator ``actor``.
+        by = writer or (MemoryWriter.operator(actor) if grant_id is None else MemoryWriter.grant(grant_id))
+        sets_status = status not in (None, "")
         return self.db.write(
             lambda conn: _write_record(
-                conn, entry, actor=actor, allowed_scopes=allowed_scopes, grant_id=grant_id
+                conn,
+                entry,
+                actor=actor,
+                writer=by,
+                sets_status=sets_status,
+                allowed_scopes=allowed_scopes,
+                grant_id=grant_id,
             )
         )
+
+    def may_replace(self, memory_id: str, writer: MemoryWriter) -> bool:
+        """Whether ``writer`` may replace entry ``memory_id`` (``True`` when there is no such entry)."""
+
+        def read(conn: sqlite3.Connection) -> bool:
+            row = conn.execute("SELECT written_by FROM memory_entries WHERE id = ?", (memory_id,)).fetchone()
+            return row is None or writer_owns(conn, row["written_by"], writer)
+
+        return self.db.read(read)
 
     def record_many(self, records: list[dict[str, Any]], *, actor: str) -> list[MemoryEntry]:
         """Record many entries in one transaction (bulk import): all are validated first, then
         written together, so either every entry and its event is stored or none is."""
         validated = [NewEntry.validate(fields, RECORD) for fields in records]
-        return self.db.write(lambda conn: [_write_record(conn, entry, actor=actor) for entry in validated])
+        writer = MemoryWriter.operator(actor)
+        return self.db.write(
+            lambda conn: [
+                _write_record(conn, entry, actor=actor, writer=writer, sets_status=True)
+                for entry in validated
+            ]
+        )
 
     def mark_stale(self, *, memory_id: object, reason_md: object, actor: str) -> MemoryEntry:
         """``memory.mark_stale``: status ``stale`` and the reason appended to the body."""
@@ -228,18 +258,25 @@ def _write_record(
     entry: NewEntry,
     *,
     actor: str,
+    writer: MemoryWriter,
+    sets_status: bool,
     allowed_scopes: frozenset[str] | None = None,
     grant_id: str | None = None,
 ) -> MemoryEntry:
-    """Insert (:func:`insert_entry`) or fully replace one entry, with its revision and its event."""
+    """Insert (:func:`insert_entry`) or fully replace one entry, with its revision and its event.
+
+    ``sets_status``: whether the caller named a status (rather than taking the default).
+    """
     if grant_id is not None:
         require_live_grant(conn, grant_id)
     now = utc_now_iso()
     existing = None
     if entry.id is not None:
         existing = conn.execute("SELECT * FROM memory_entries WHERE id = ?", (entry.id,)).fetchone()
+    if not writer.curator:
+        entry = _keep_lifecycle(conn, existing, entry, writer=writer, sets_status=sets_status)
     if existing is None:
-        entry_id = insert_entry(conn, entry, actor=actor, now=now)
+        entry_id = insert_entry(conn, entry, actor=actor, now=now, writer=writer)
     else:
         entry_id = existing["id"]
         _replace(conn, existing, entry, actor=actor, now=now, allowed_scopes=allowed_scopes)
@@ -263,6 +300,33 @@ def _write_record(
     return stored
 
 
+def _keep_lifecycle(
+    conn: sqlite3.Connection,
+    existing: sqlite3.Row | None,
+    entry: NewEntry,
+    *,
+    writer: MemoryWriter,
+    sets_status: bool,
+) -> NewEntry:
+    """A non-curator's entry: only over entries it wrote, and never with a lifecycle state of its own.
+
+    Checked inside the write transaction, so no entry created meanwhile under the same ID can slip
+    past; a replacement keeps the stored status (an operator's stale mark, archive or merge stands).
+    """
+    if existing is None:
+        if sets_status and entry.status != "active":
+            raise Forbidden("only operators set a memory entry's lifecycle state; omit status")
+        return entry
+    if not writer_owns(conn, existing["written_by"], writer):
+        raise Forbidden(
+            f"memory entry {existing['id']} was written by someone else; "
+            "only its writer or an operator may replace it"
+        )
+    if sets_status and entry.status != existing["status"]:
+        raise Forbidden("only operators change a memory entry's lifecycle state; omit status")
+    return dataclasses.replace(entry, status=str(existing["status"]))
+
+
 def _replace(
     conn: sqlite3.Connection,
     existing: sqlite3.Row,
@@ -274,13 +338,8 @@ def _replace(
 ) -> None:
     """Fully replace the core fields of ``existing``; a new revision when title or body change."""
     entry_id = existing["id"]
-    if allowed_scopes is not None:
-        # A capability replaces only what its own proposal recorded, checked inside the write so
-        # that no entry created meanwhile under the same ID can slip past.
-        if existing["scope"] not in allowed_scopes:
-            raise Forbidden(f"memory entry {entry_id} lies outside this capability's scopes")
-        if existing["source_proposal_id"] != entry.source_proposal_id:
-            raise Forbidden(f"memory entry {entry_id} was not recorded for this capability's proposal")
+    if allowed_scopes is not None and existing["scope"] not in allowed_scopes:
+        raise Forbidden(f"memory entry {entry_id} lies outside this capability's scopes")
     changed = existing["title"] != entry.title or existing["body_md"] != entry.body_md
     revision = int(existing["revision"]) + (1 if changed else 0)
     core = core_columns(entry)

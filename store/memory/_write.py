@@ -19,6 +19,7 @@ from store._ids import new_id
 from store.events import Event, append_audit, append_event
 from store.memory._checks import checks_json
 from store.memory._new_entry import NewEntry
+from store.memory._ownership import MemoryWriter
 
 __all__ = ["core_columns", "insert_entry", "record_change", "revision_row", "task_of_scope"]
 
@@ -29,14 +30,16 @@ def insert_entry(
     *,
     actor: str,
     now: str,
+    writer: MemoryWriter,
     reason: str = "created",
     history: dict[str, Any] | None = None,
 ) -> str:
     """Insert ``entry`` at revision 1 with its history row and edges; its ID.
 
     ``source_event_id`` 0 is stored as NULL (and read back as 0); the lower-cased shadow columns
-    the substring scorer counts in are written alongside. ``reason`` and ``history`` are the
-    first revision's reason and provenance.
+    the substring scorer counts in are written alongside. ``writer`` (from the credential) is
+    recorded as ``written_by``. ``reason`` and ``history`` are the first revision's reason and
+    provenance.
     """
     entry_id = entry.id or new_id("memory")
     values = {
@@ -52,6 +55,7 @@ def insert_entry(
         "reliability": entry.reliability,
         "pinned": 0,
         "revision": 1,
+        "written_by": writer.key,
     }
     placeholders = ", ".join(f":{name}" for name in values)
     conn.execute(f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({placeholders})", values)

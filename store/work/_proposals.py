@@ -21,7 +21,7 @@ from store._ids import new_id, utc_now_iso
 from store._rows import as_dict
 from store.config import ProjectConfig
 from store.db import Database
-from store.errors import Conflict, Forbidden, InvalidArgument
+from store.errors import Conflict, Forbidden, InvalidArgument, PatchVersionNotFound
 from store.events import append_event
 from store.patches import PatchArtifactStore, PatchVersion, StagedPatch, list_versions, parse_diff
 from store.work._records import Proposal, load_proposal, proposal_from_row
@@ -224,6 +224,17 @@ class ProposalStore:
         """``proposal.get``: one proposal with every patch version."""
         id_v = check_object_id("proposal_id", proposal_id)
         return self.db.read(lambda conn: proposal_view(conn, self.config, load_proposal(conn, id_v)))
+
+    def patch(self, proposal_id: object, version: int | None = None) -> tuple[PatchVersion, bytes]:
+        """One patch version of a proposal (default: the current one) and its bytes, verified
+        against the SHA-256 in the database (``patch_version_not_found`` for a version it lacks)."""
+        proposal = self.get(proposal_id)
+        wanted = proposal["current_version"] if version is None else version
+        found = next((v for v in proposal.get("versions", []) if v["version"] == wanted), None)
+        if found is None:
+            raise PatchVersionNotFound(f"proposal {proposal['id']} has no patch version {wanted}")
+        record = PatchVersion(**{**found, "files": tuple(found["files"])})
+        return record, self.patches.read_verified(record)
 
     def list(
         self, *, task_id: object = None, status: object = None, limit: object = None, cursor: object = None

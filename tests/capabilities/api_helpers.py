@@ -62,7 +62,7 @@ async def running_api(
     """Serve the whole service app on loopback TCP (or ``uds``) and yield a client for it."""
     store = services.store
     if token is None:
-        token = store.grants.mint_operator_token(name=name, actor="operator").token
+        token = store.grants.mint_token(name=name, actor="operator").token
     service = web or WebService(services)
     where: dict[str, Any] = {"uds": uds} if uds else {"host": "127.0.0.1"}
     app = build_service_app(services, web=service)

@@ -125,7 +125,7 @@ def test_issue_capability_refuses_unknown_and_operator_roles(store: Store) -> No
 async def test_launch_authenticator_accepts_only_its_grant(store: Store) -> None:
     grant_a, token_a = oracle_token(store)
     _, token_b = oracle_token(store)
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     only_a = Authenticator(store, only_grant_id=grant_a)
     assert (await only_a.authenticate(token_a)).grant is not None
     for token in (token_b, operator.token):
@@ -191,7 +191,7 @@ async def test_expired_and_revoked_grants_get_401_on_the_next_call(
 
 
 async def test_operator_tokens_authenticate_as_operators(address: BoundAddress, store: Store) -> None:
-    issued = store.grants.mint_operator_token(name="alice", actor="operator")
+    issued = store.grants.mint_token(name="alice", actor="operator")
     async with mcp_client(address, issued.token) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "memory.mark_stale" in names
@@ -211,7 +211,7 @@ async def test_launch_a_token_is_refused_on_launch_b_socket(
 ) -> None:
     grant_a, token_a = oracle_token(store, launch_id="L-a")
     grant_b, token_b = oracle_token(store, launch_id="L-b")
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     async with (
         serving(build_launch_app(services, grant_a), uds=str(tmp_path / "a.sock")) as socket_a,
         serving(build_launch_app(services, grant_b), uds=str(tmp_path / "b.sock")) as socket_b,
@@ -234,7 +234,7 @@ async def test_the_raw_token_appears_in_no_file_log_or_event(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     grant_id, token = oracle_token(store)
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     with structlog.testing.capture_logs() as structured:
         async with serving(build_asgi_app(services), uds=str(tmp_path / "s.sock")) as address:
             async with mcp_client(address, token) as client:
@@ -247,7 +247,7 @@ async def test_the_raw_token_appears_in_no_file_log_or_event(
             await assert_401(address, {"Authorization": f"Bearer {token}x"})
             store.grants.revoke(grant_id, actor="operator")
             await assert_401(address, {"Authorization": f"Bearer {token}"})
-            store.grants.revoke_operator_token(operator.record.id, actor="operator")
+            store.grants.revoke_token(operator.record.id, actor="operator")
             await assert_401(address, {"Authorization": f"Bearer {operator.token}"})
     # The server's logs: the client libraries in this same process log their own requests.
     client_side = ("mcp.client", "httpx2", "httpcore2")
@@ -272,7 +272,7 @@ async def test_an_unguarded_route_gets_no_principal(services: Services) -> None:
         return JSONResponse({"principal": repr(request.scope.get("roundtable.principal"))})
 
     app = build_asgi_app(services, extra_routes=[Route("/health", whoami), Route("/api/v1/whoami", whoami)])
-    operator = services.store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = services.store.grants.mint_token(name="alice", actor="operator")
     async with serving(app, host="127.0.0.1") as address:
         async with http_client(address) as client:
             assert (await client.get(address.base_url + "/health")).json() == {"principal": "None"}

@@ -66,7 +66,15 @@ def test_the_role_toolsets_are_exactly_the_contract() -> None:
         == MEMORY_ORACLE_TOOLS
     )
     assert "oracle.warn" not in OPERATOR_TOOLS
-    assert set(ROLE_TOOLSETS) == {"operator", "memory_oracle"}
+    assert set(ROLE_TOOLSETS) == {
+        "operator",
+        "Implementer",
+        "Reviewer",
+        "Security",
+        "MemoryOracle",
+        "memory_oracle",
+    }
+    assert ROLE_TOOLSETS["MemoryOracle"] == ROLE_TOOLSETS["memory_oracle"]
     for name in ("vote.cast", "decision.record", "patch.apply", "proposal.create", "memory.mark_stale"):
         assert name not in MEMORY_ORACLE_TOOLS
 

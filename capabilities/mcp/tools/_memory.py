@@ -2,8 +2,10 @@
 
 For a capability principal the scopes come from its grant: queries and summaries default to the
 allowed scopes, a scope or filter outside them is ``forbidden``, and recorded entries carry the
-grant's proposal as ``source_proposal_id``. A capability may replace (``memory_id``) only entries
-recorded for its own proposal, never the operator's decisions.
+grant's proposal as ``source_proposal_id``. Whoever is not an operator (a capability, an agent)
+may replace (``memory_id``) only entries it wrote, as the store recorded from its credential
+(:class:`~store.memory.MemoryWriter`), never the operator's decisions, and never sets an entry's
+lifecycle state (``status``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
 from capabilities.principals import Principal
-from store.errors import Forbidden, NotFound
+from store.errors import Forbidden
 
 __all__ = ["TOOLS"]
 
@@ -106,7 +108,7 @@ async def _record(call: ToolCall) -> dict[str, Any]:
     # else is wrong with the arguments.
     if grant is not None and args.scope not in grant.scopes:
         raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
-    if grant is not None and args.memory_id not in (None, ""):
+    if args.memory_id not in (None, ""):
         await _refuse_foreign_entry(call, str(args.memory_id))
     # A capability's entries carry its proposal, stay in its scopes, and need its grant live.
     bound: dict[str, Any] = {}
@@ -117,27 +119,32 @@ async def _record(call: ToolCall) -> dict[str, Any]:
             "grant_id": grant.id,
         }
     store = call.services.store
-    entry = await store.db.run(store.memory.record, **args.model_dump(), actor=call.principal.actor, **bound)
+    entry = await store.db.run(
+        store.memory.record,
+        **args.model_dump(),
+        actor=call.principal.actor,
+        writer=call.principal.memory_writer,
+        **bound,
+    )
     return {"entry": entry.core()}
 
 
 async def _refuse_foreign_entry(call: ToolCall, memory_id: str) -> None:
-    """A capability may replace only entries its own proposal recorded.
+    """Only an entry's writer (or an operator) may replace it.
 
-    The project's durable decisions are not the oracle's to rewrite: a patch under review could
-    talk the model into "updating" the very constraint it breaks. This early check makes a
-    foreign ID ``forbidden`` whatever else is wrong with the call; the store checks the same rule
-    again inside its write transaction, so an entry created meanwhile cannot slip past.
+    The project's durable decisions are not an agent's or the oracle's to rewrite: a patch under
+    review could talk the model into "updating" the very constraint it breaks. This early check
+    makes a foreign ID ``forbidden`` whatever else is wrong with the call; the store checks the
+    same rule again inside its write transaction, so an entry created meanwhile cannot slip past.
     """
-    grant = call.principal.grant
-    assert grant is not None
-    store = call.services.store
-    try:
-        existing = await store.db.run(store.memory.get, memory_id)
-    except NotFound:
+    writer = call.principal.memory_writer
+    if writer.curator:
         return
-    if existing.source_proposal_id != grant.proposal_id:
-        raise Forbidden(f"memory entry {memory_id} was not recorded for this capability's proposal")
+    store = call.services.store
+    if not await store.db.run(store.memory.may_replace, memory_id, writer):
+        raise Forbidden(
+            f"memory entry {memory_id} was written by someone else; only its writer may replace it"
+        )
 
 
 async def _summarize(call: ToolCall) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """The MemoryOracle's own tools: ``task.history``, ``patch.inspect`` and ``oracle.warn``.
 
-Each takes its proposal ``P`` and task ``T`` from the caller's grant, never from arguments. The
-optional ``proposal_id``/``task_id`` arguments exist so that a caller naming another proposal or
-task is told ``forbidden`` (rather than having the argument silently ignored); naming its own is
-allowed. Only a capability principal can call these tools: an operator has no proposal binding.
+For a capability, each takes its proposal ``P`` and task ``T`` from the grant, never from
+arguments. The optional ``proposal_id``/``task_id`` arguments exist so that a caller naming another
+proposal or task is told ``forbidden`` (rather than having the argument silently ignored); naming
+its own is allowed. ``task.history`` and ``oracle.warn`` need a capability; ``patch.inspect`` is
+also how operators and roster agents read a patch, naming the proposal (and optionally a version).
 """
 
 from __future__ import annotations
@@ -43,12 +44,22 @@ class HistoryArgs(ToolArgs):
 class InspectArgs(ToolArgs):
     """Arguments of ``patch.inspect``."""
 
+    version: int | None = Field(
+        default=None,
+        description="A patch version (default: the current one). A capability reads only its current one.",
+        ge=1,
+    )
+
     max_bytes: int = Field(
         default=DEFAULT_INSPECT_BYTES,
         description=f"How many bytes of the patch to return (default {DEFAULT_INSPECT_BYTES}, "
         f"at most {MAX_INSPECT_BYTES}); 'truncated' says whether the content was cut.",
     )
-    proposal_id: str | None = _PROPOSAL_FIELD
+    proposal_id: str | None = Field(
+        default=None,
+        description="The proposal. Required without a capability; a capability may name only its own.",
+        max_length=200,
+    )
 
 
 class EvidenceArgs(ToolArgs):
@@ -120,13 +131,21 @@ def _utf8_prefix(data: bytes, limit: int) -> str:
 
 async def _inspect(call: ToolCall) -> dict[str, Any]:
     args: InspectArgs = call.args
-    grant = bound_grant(call.principal, proposal_id=args.proposal_id)
+    # A capability naming another proposal is refused as such, whatever else is wrong.
+    grant = None if call.principal.grant is None else bound_grant(call.principal, proposal_id=args.proposal_id)
+    if grant is not None and args.version is not None:
+        raise Forbidden("a capability reads only its proposal's current patch version")
     if not 1 <= args.max_bytes <= MAX_INSPECT_BYTES:
         raise InvalidArgument(f"max_bytes must lie between 1 and {MAX_INSPECT_BYTES}")
     store = call.services.store
-    version = await store.db.run(_oracle(call).patch_version, grant)
     # The whole file is read and hashed (a prefix cannot be verified); only the answer is cut.
-    data = await store.db.run(store.patches.read_verified, version)
+    if grant is not None:
+        version = await store.db.run(_oracle(call).patch_version, grant)
+        data = await store.db.run(store.patches.read_verified, version)
+    elif args.proposal_id in (None, ""):
+        raise InvalidArgument("patch.inspect: proposal_id is required")
+    else:
+        version, data = await store.db.run(store.proposals.patch, args.proposal_id, args.version)
     return {
         "proposal_id": version.proposal_id,
         "version": version.version,
@@ -167,9 +186,9 @@ TOOLS = [
     ),
     ToolSpec(
         name="patch.inspect",
-        description="The current patch version of this capability's proposal: its content (up to max_bytes), "
-        "SHA-256, size and the files it touches. Read without following symlinks and verified against the "
-        "recorded SHA-256 (unsafe_path / artifact_mismatch otherwise).",
+        description="A proposal's patch version (a capability: its own proposal's current one): its content "
+        "(up to max_bytes), SHA-256, size and the files it touches. Read without following symlinks and "
+        "verified against the recorded SHA-256 (unsafe_path / artifact_mismatch otherwise).",
         args_model=InspectArgs,
         handler=_inspect,
         read_only=True,

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.policy import Reach, acting_agent, reach_of, require_author
 from store.work import MAX_BODY_CHARS, MAX_LIST_ITEMS, MAX_TITLE_CHARS, ProposalStatusWord, RiskWord
 
 __all__ = ["TOOLS"]
@@ -25,8 +26,11 @@ class CreateArgs(ToolArgs):
     """Arguments of ``proposal.create``."""
 
     task_id: str = Field(description="The task (T-...) the proposal belongs to.", max_length=200)
-    agent_id: str = Field(
-        description="The authoring agent, a roster entry (e.g. implementer-1).", max_length=200
+    agent_id: str | None = Field(
+        default=None,
+        description="The authoring agent, a roster entry (e.g. implementer-1). An agent's own credential "
+        "fixes it: omit it, or name yourself (naming another agent is forbidden). Operators must name one.",
+        max_length=200,
     )
     title: str = Field(description="A short title.", max_length=MAX_TITLE_CHARS)
     patch: str = Field(description="The unified diff (git-style or diff -u), at most policy.max_patch_bytes.")
@@ -77,7 +81,7 @@ async def _create(call: ToolCall) -> dict[str, Any]:
     proposal, patch = await store.db.run(
         store.proposals.create,
         task_id=args.task_id,
-        agent_id=args.agent_id,
+        agent_id=acting_agent(call.principal, args.agent_id),
         title=args.title,
         patch=args.patch,
         summary_md=args.summary_md,
@@ -90,8 +94,18 @@ async def _create(call: ToolCall) -> dict[str, Any]:
     return {"proposal": proposal, "patch": patch.to_dict()}
 
 
+async def _require_author(call: ToolCall, proposal_id: str, tool: str) -> None:
+    """An agent attaches patches to, and requests review of, only the proposals it authored."""
+    if reach_of(call.principal, tool) is Reach.OWN:
+        store = call.services.store
+        # The author of a proposal never changes, so this read cannot go stale before the write.
+        proposal = await store.db.run(store.proposals.get, proposal_id)
+        require_author(call.principal, proposal["agent_id"], tool=tool)
+
+
 async def _attach(call: ToolCall) -> dict[str, Any]:
     args: AttachArgs = call.args
+    await _require_author(call, args.proposal_id, "proposal.attach_patch")
     store = call.services.store
     proposal, patch, invalidated = await store.db.run(
         store.proposals.attach_patch,
@@ -119,6 +133,7 @@ async def _list(call: ToolCall) -> dict[str, Any]:
 
 async def _request_review(call: ToolCall) -> dict[str, Any]:
     args: ProposalArgs = call.args
+    await _require_author(call, args.proposal_id, "proposal.request_review")
     store = call.services.store
     proposal, review = await store.db.run(
         store.reviews.request_review, proposal_id=args.proposal_id, actor=call.principal.actor

@@ -2,8 +2,9 @@
 ``patch.validate`` and ``patch.apply``.
 
 A vote is cast on behalf of a roster agent; eligibility (the open round's candidates, never the
-author, never the MemoryOracle) is enforced by the store. A capability principal, should a voting
-role ever get one, may only vote as its own agent on its own proposal.
+author, never the MemoryOracle) is enforced by the store. Who votes comes from the credential: an
+agent votes only as itself (:func:`~capabilities.policy.acting_agent`), a capability only on its own
+proposal; operators name the agent they vote for.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.policy import acting_agent
 from store.errors import Forbidden
 from store.work import MAX_BODY_CHARS, DecisionOutcomeWord, VoteWord
 
@@ -27,7 +29,12 @@ class CastArgs(ToolArgs):
     """Arguments of ``vote.cast``."""
 
     proposal_id: str = _proposal_id()
-    agent_id: str = Field(description="The voting agent, a candidate of the open round.", max_length=200)
+    agent_id: str | None = Field(
+        default=None,
+        description="The voting agent, a candidate of the open round. An agent's own credential fixes it: "
+        "omit it, or name yourself (naming another agent is forbidden). Operators must name one.",
+        max_length=200,
+    )
     vote: VoteWord = Field(description="approve, approve_with_notes, revise, reject, veto or abstain.")
     reason_md: str = Field(description="Why; Markdown.", max_length=MAX_BODY_CHARS)
 
@@ -93,7 +100,7 @@ async def _cast(call: ToolCall) -> dict[str, Any]:
     result = await store.db.run(
         store.reviews.cast,
         proposal_id=args.proposal_id,
-        agent_id=args.agent_id,
+        agent_id=acting_agent(call.principal, args.agent_id),
         vote=args.vote,
         reason_md=args.reason_md,
         actor=call.principal.actor,

@@ -22,7 +22,7 @@ import structlog
 if TYPE_CHECKING:
     from capabilities.serving import BoundAddress
 
-from capabilities.policy import ROLE_TOOLSETS
+from capabilities.policy import CAPABILITY_TOOLSETS
 from store.access import DEFAULT_GRANT_TTL_SECONDS, MAX_TTL_SECONDS
 from supervisor.cli._project import open_project, open_services
 
@@ -39,7 +39,14 @@ _log = structlog.get_logger("roundtable.serve")
 
 def _token_create(args: argparse.Namespace) -> dict[str, Any]:
     with open_project(args.root) as store:
-        issued = store.grants.mint_operator_token(name=args.name, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl)
+        if args.agent is None:
+            issued = store.grants.mint_token(name=args.name, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl)
+        else:
+            from capabilities.auth import issue_agent_token  # the MCP SDK is imported only when needed
+
+            issued = issue_agent_token(
+                store, name=args.name, agent_id=args.agent, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl
+            )
     return {
         **issued.record.to_dict(),
         "token_id": issued.record.id,
@@ -50,12 +57,12 @@ def _token_create(args: argparse.Namespace) -> dict[str, Any]:
 
 def _token_list(args: argparse.Namespace) -> dict[str, Any]:
     with open_project(args.root) as store:
-        return {"tokens": [record.to_dict() for record in store.grants.list_operator_tokens()]}
+        return {"tokens": [record.to_dict() for record in store.grants.list_tokens()]}
 
 
 def _token_revoke(args: argparse.Namespace) -> dict[str, Any]:
     with open_project(args.root) as store:
-        record, revoked = store.grants.revoke_operator_token(args.token_id, actor=LOCAL_OPERATOR)
+        record, revoked = store.grants.revoke_token(args.token_id, actor=LOCAL_OPERATOR)
     return {"token": record.to_dict(), "revoked": revoked}
 
 
@@ -148,16 +155,30 @@ def _ttl(value: str) -> int:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``token``, ``capability`` and ``serve``."""
-    token = commands.add_parser("token", parents=[common], help="operator tokens for HTTP")
+    token = commands.add_parser("token", parents=[common], help="operator and agent tokens for HTTP")
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", parser_class=type(token))
     token_sub.required = True
-    create = token_sub.add_parser("create", parents=[common], help="mint an operator token (printed once)")
-    create.add_argument("--name", required=True, help="the operator's name (X-Actor-ID on the HTTP API)")
+    create = token_sub.add_parser(
+        "create",
+        parents=[common],
+        help="mint an operator token, or with --agent an agent token (printed once)",
+    )
+    create.add_argument(
+        "--name", required=True, help="the token's name (an operator's: X-Actor-ID on the API)"
+    )
+    create.add_argument(
+        "--agent",
+        metavar="AGENT_ID",
+        default=None,
+        help="bind the token to this roster agent ([agents]): it acts as that agent, with its role's tools",
+    )
     create.add_argument("--ttl", type=_ttl, default=None, help="seconds until it expires (default: never)")
     create.set_defaults(handler=_token_create)
-    listing = token_sub.add_parser("list", parents=[common], help="operator tokens (never the tokens)")
+    listing = token_sub.add_parser(
+        "list", parents=[common], help="operator and agent tokens (never the tokens)"
+    )
     listing.set_defaults(handler=_token_list)
-    revoke = token_sub.add_parser("revoke", parents=[common], help="revoke an operator token")
+    revoke = token_sub.add_parser("revoke", parents=[common], help="revoke an operator or agent token")
     revoke.add_argument("token_id")
     revoke.set_defaults(handler=_token_revoke)
 
@@ -170,7 +191,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cap_sub.required = True
     grant = cap_sub.add_parser("grant", parents=[common], help="mint a capability for a role on a proposal")
     grant.add_argument("--proposal", required=True, metavar="P")
-    grant.add_argument("--role", required=True, choices=sorted(set(ROLE_TOOLSETS) - {"operator"}))
+    grant.add_argument("--role", required=True, choices=sorted(CAPABILITY_TOOLSETS))
     grant.add_argument("--ttl", type=_ttl, default=DEFAULT_GRANT_TTL_SECONDS, metavar="SECONDS")
     grant.set_defaults(handler=_capability_grant)
     cap_revoke = cap_sub.add_parser("revoke", parents=[common], help="revoke a capability")

@@ -1,4 +1,10 @@
-"""``roundtable mcp stdio``: the MCP server over stdio for the local operator."""
+"""``roundtable mcp stdio``: the MCP server over stdio, for the local operator or one roster agent.
+
+With ``--agent AGENT_ID`` the server serves that agent's toolset and acts as that agent, for a
+local agent whose MCP entry the operator writes. On one machine that is a convenience, not a
+boundary: whoever can start this command can read ``.roundtable/`` directly. Containers and
+tokens are the boundary (docs/agents.md).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,8 @@ import argparse
 from typing import Any
 
 from capabilities.mcp.tools import build_registry
-from capabilities.principals import local_operator
+from capabilities.principals import Principal, local_agent, local_operator
+from store import Store
 from supervisor.cli._project import open_services
 
 __all__ = ["register"]
@@ -16,8 +23,16 @@ async def _stdio(args: argparse.Namespace) -> None:
     from capabilities.mcp import RoundtableMCPServer  # the SDK is heavy; import it only to serve
 
     with open_services(args.root) as services:
-        server = RoundtableMCPServer(services, build_registry(), default_principal=local_operator())
+        principal = local_operator() if args.agent is None else _agent(services.store, args.agent)
+        server = RoundtableMCPServer(services, build_registry(), default_principal=principal)
         await server.run_stdio_async()
+
+
+def _agent(store: Store, agent_id: str) -> Principal:
+    """The principal of roster agent ``agent_id`` (refused off the roster and for launch-only roles)."""
+    from capabilities.policy import agent_role
+
+    return local_agent(agent_id, agent_role(store.config.agents, agent_id))
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -26,4 +41,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     sub = mcp.add_subparsers(dest="mcp_command", metavar="TRANSPORT", parser_class=type(mcp))
     sub.required = True
     stdio = sub.add_parser("stdio", parents=[common], help="MCP over stdin/stdout for the local operator")
+    stdio.add_argument(
+        "--agent",
+        metavar="AGENT_ID",
+        default=None,
+        help="serve this roster agent's toolset, acting as it (default: the operator's)",
+    )
     stdio.set_defaults(handler=_stdio)

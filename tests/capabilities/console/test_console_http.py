@@ -149,7 +149,7 @@ async def test_forms_need_the_session_csrf_token_and_the_same_origin(services: S
 
 
 async def test_logout_and_revocation_end_the_session(services: Services) -> None:
-    issued = services.store.grants.mint_operator_token(name="alice", actor="operator")
+    issued = services.store.grants.mint_token(name="alice", actor="operator")
     async with running_api(services, token=issued.token) as api:
         async with browser_like(api) as client:
             await log_in(client, api.token)
@@ -162,7 +162,7 @@ async def test_logout_and_revocation_end_the_session(services: Services) -> None
         async with browser_like(api) as client:
             await log_in(client, api.token)
             assert (await client.get("/")).status_code == 200
-            services.store.grants.revoke_operator_token(issued.record.id, actor="operator")
+            services.store.grants.revoke_token(issued.record.id, actor="operator")
             assert (await client.get("/")).status_code == 303  # the session died with its token
             stream = await client.get("/console/events/stream")
             assert stream.status_code == 401

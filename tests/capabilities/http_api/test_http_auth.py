@@ -51,10 +51,10 @@ async def test_every_api_route_needs_a_valid_bearer_token(
 
 
 async def test_revoked_tokens_are_refused_at_once(services: Services) -> None:
-    issued = services.store.grants.mint_operator_token(name="alice", actor="operator")
+    issued = services.store.grants.mint_token(name="alice", actor="operator")
     async with running_api(services, token=issued.token) as api:
         assert (await api.client.get("/memories")).status_code == 200
-        services.store.grants.revoke_operator_token(issued.record.id, actor="operator")
+        services.store.grants.revoke_token(issued.record.id, actor="operator")
         assert_error(await api.client.get("/memories"), 401, "unauthenticated")
 
 
@@ -158,7 +158,7 @@ async def test_concurrent_requests_with_one_key_make_one_change(services: Servic
 
 async def test_idempotency_keys_live_in_the_database_and_survive_a_restart(project: ProjectPaths) -> None:
     store = open_store(project)
-    token = store.grants.mint_operator_token(name="alice", actor="operator").token
+    token = store.grants.mint_token(name="alice", actor="operator").token
     try:
         async with running_api(Services(store=store), token=token) as api:
             first = await api.client.post("/memories", json=NEW, headers={"Idempotency-Key": "survivor"})

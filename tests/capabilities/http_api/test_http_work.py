@@ -250,14 +250,14 @@ async def test_a_slow_client_is_dropped_and_cannot_stall_the_others(services: Se
 
 async def test_an_open_stream_ends_when_its_token_is_revoked(services: Services) -> None:
     store = services.store
-    issued = store.grants.mint_operator_token(name="carol", actor="operator")
+    issued = store.grants.mint_token(name="carol", actor="operator")
     web = WebService(services, heartbeat=0.2)
     async with running_api(services, name="carol", token=issued.token, web=web) as api:
         with anyio.fail_after(20):
             async with api.client.stream("GET", "/events/stream") as stream:
                 lines = stream.aiter_lines()
                 assert await anext(lines) == "retry: 2000"
-                store.grants.revoke_operator_token(issued.record.id, actor="operator")
+                store.grants.revoke_token(issued.record.id, actor="operator")
                 # The stream ends at the next heartbeat's check (fail_after bounds the wait).
                 rest = [line async for line in lines]
     # At most the revocation's own event went out before the check stopped the stream.

@@ -38,7 +38,7 @@ def warning_id(store: Store, world: OracleWorld) -> int:
 
 @pytest.fixture
 async def operator(services: Services, store: Store) -> AsyncIterator[Client]:
-    token = store.grants.mint_operator_token(name="alice", actor="operator").token
+    token = store.grants.mint_token(name="alice", actor="operator").token
     address: BoundAddress
     async with (
         serving(build_asgi_app(services), host="127.0.0.1") as address,

@@ -50,7 +50,7 @@ async def test_oracle_and_operator_see_their_own_tools_on_both_transports(
 ) -> None:
     task_id, proposal_id = insert_proposal(store)
     oracle = issue_capability(store, proposal_id=proposal_id, role="memory_oracle", actor="operator")
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     store.memory.record(scope=task_id, kind="decision", title="in task", body_md="x", actor="op")
     store.memory.record(scope="T-other", kind="decision", title="elsewhere", body_md="x", actor="op")
     registered = set(registry.names())
@@ -69,7 +69,7 @@ async def test_oracle_and_operator_see_their_own_tools_on_both_transports(
 
 @pytest.mark.parametrize("kind", ["tcp", "uds"])
 async def test_host_and_origin_checks(kind: str, services: Services, store: Store, tmp_path: Path) -> None:
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     async with (
         serving(build_asgi_app(services), **where(kind, tmp_path)) as address,
         http_client(address, operator.token) as client,
@@ -131,7 +131,7 @@ def test_check_bind_host() -> None:
 async def test_readiness_then_cancellation_shuts_down_with_a_session_open(
     services: Services, store: Store, tmp_path: Path
 ) -> None:
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     path = tmp_path / "rt.sock"
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
@@ -155,7 +155,7 @@ async def test_extra_routes_and_lifespans_compose_with_mcp(services: Services, s
     async def page(request: Request) -> PlainTextResponse:
         return PlainTextResponse("console")
 
-    operator = store.grants.mint_operator_token(name="alice", actor="operator")
+    operator = store.grants.mint_token(name="alice", actor="operator")
     app = build_asgi_app(services, extra_routes=[Route("/", page)], extra_lifespans=[extra])
     async with serving(app, host="127.0.0.1") as address:
         assert started == ["up"]

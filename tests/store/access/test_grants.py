@@ -14,7 +14,7 @@ from store._ids import utc_now
 from store.access._grants import (
     MAX_TTL_SECONDS,
     GrantRecord,
-    OperatorTokenRecord,
+    TokenRecord,
     hash_token,
     revoke_for_launch_in,
     revoke_for_proposal_in,
@@ -184,22 +184,22 @@ def test_bind_launch_once(store: Store) -> None:
 
 
 def test_operator_tokens(store: Store) -> None:
-    issued = store.grants.mint_operator_token(name="alice", actor="operator")
+    issued = store.grants.mint_token(name="alice", actor="operator")
     assert issued.token not in repr(issued)
     who = store.grants.authenticate(issued.token)
-    assert isinstance(who, OperatorTokenRecord)
+    assert isinstance(who, TokenRecord)
     assert who.name == "alice"
     assert who.expires_at is None
-    store.grants.revoke_operator_token(who.id, actor="operator")
+    store.grants.revoke_token(who.id, actor="operator")
     with pytest.raises(Unauthenticated, match="revoked"):
         store.grants.authenticate(issued.token)
     with pytest.raises(InvalidArgument):
-        store.grants.mint_operator_token(name=" ", actor="operator")
+        store.grants.mint_token(name=" ", actor="operator")
     with pytest.raises(InvalidArgument):
-        store.grants.mint_operator_token(name="bob", actor="operator", ttl_seconds=0)
-    timed = store.grants.mint_operator_token(name="bob", actor="operator", ttl_seconds=60)
+        store.grants.mint_token(name="bob", actor="operator", ttl_seconds=0)
+    timed = store.grants.mint_token(name="bob", actor="operator", ttl_seconds=60)
     record = store.grants.authenticate(timed.token)
-    assert isinstance(record, OperatorTokenRecord) and record.expires_at is not None
+    assert isinstance(record, TokenRecord) and record.expires_at is not None
     created = store.db.read(lambda conn: list_events(conn, types=("operator_token.created",)))
     assert [event.payload["name"] for event in created] == ["alice", "bob"]
     assert all(issued.token not in repr(event.to_dict()) for event in created)
@@ -240,11 +240,11 @@ def test_labels_names_and_tokens_with_a_trailing_newline_are_refused(store: Stor
     assert store.grants.get_grant(issued.record.id).revoked_at is None
 
     with pytest.raises(InvalidArgument, match="name"):
-        store.grants.mint_operator_token(name="alice\n", actor="operator")
-    assert store.grants.list_operator_tokens() == []
-    alice = store.grants.mint_operator_token(name="alice", actor="operator")
+        store.grants.mint_token(name="alice\n", actor="operator")
+    assert store.grants.list_tokens() == []
+    alice = store.grants.mint_token(name="alice", actor="operator")
     with pytest.raises(InvalidArgument):
-        store.grants.revoke_operator_token(f"{alice.record.id}\n", actor="operator")
+        store.grants.revoke_token(f"{alice.record.id}\n", actor="operator")
 
     for token in (issued.token, alice.token):
         with pytest.raises(Unauthenticated, match="malformed"):
@@ -290,6 +290,15 @@ def test_one_grant_type_from_row_to_json(store: Store) -> None:
         "revoked_at": None,
         "revoked_reason": None,
     }
-    operator = store.grants.mint_operator_token(name="alice", actor="operator").record
-    assert list(operator.to_dict()) == ["id", "name", "created_by", "created_at", "expires_at", "revoked_at"]
-    assert store.grants.list_operator_tokens() == [operator]
+    operator = store.grants.mint_token(name="alice", actor="operator").record
+    assert list(operator.to_dict()) == [
+        "id",
+        "name",
+        "created_by",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "kind",
+    ]
+    assert operator.to_dict()["kind"] == "operator"
+    assert store.grants.list_tokens() == [operator]

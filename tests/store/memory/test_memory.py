@@ -308,25 +308,3 @@ def test_events_are_append_only(store: Store) -> None:
         store.db.connection().execute("DELETE FROM events")
     with pytest.raises(sqlite3.IntegrityError):
         store.db.connection().execute("UPDATE events SET type = 'x'")
-
-
-def test_a_capability_replaces_only_entries_its_proposal_recorded(store: Store) -> None:
-    scopes = frozenset({"T-1", "project"})
-    operator_entry = _record(store, memory_id="M-op", scope="project", title="decision")
-    with pytest.raises(Forbidden):
-        _record(
-            store,
-            memory_id="M-op",
-            scope="project",
-            title="rewritten",
-            source_proposal_id="P-1",
-            allowed_scopes=scopes,
-        )
-    assert store.memory.get("M-op") == operator_entry
-    own = _record(store, memory_id="M-own", scope="T-1", source_proposal_id="P-1", allowed_scopes=scopes)
-    again = _record(
-        store, memory_id="M-own", scope="T-1", title="v2", source_proposal_id="P-1", allowed_scopes=scopes
-    )
-    assert (own.revision, again.revision) == (1, 2)
-    with pytest.raises(Forbidden):
-        _record(store, memory_id="M-own", scope="T-1", source_proposal_id="P-2", allowed_scopes=scopes)

@@ -14,7 +14,7 @@ from anyio.streams.text import TextReceiveStream
 
 from capabilities.serving._transports import BoundAddress
 from store import ProjectPaths, open_store
-from store.access._grants import GrantRecord, OperatorTokenRecord
+from store.access._grants import GrantRecord, TokenRecord
 from tests.capabilities.http_helpers import insert_proposal, mcp_client
 
 
@@ -32,7 +32,7 @@ def test_token_create_list_revoke(roundtable_argv: list[str], project: ProjectPa
     store = open_store(project)
     try:
         record = store.grants.authenticate(token)
-        assert isinstance(record, OperatorTokenRecord) and record.name == "alice"
+        assert isinstance(record, TokenRecord) and record.name == "alice"
         code, listed = run(roundtable_argv, project, "token", "list")
         assert code == 0 and token not in json.dumps(listed)
         assert [item["name"] for item in listed["tokens"]] == ["alice"]
@@ -99,7 +99,7 @@ async def test_serve_on_a_unix_socket_until_sigterm(
     roundtable_argv: list[str], project: ProjectPaths, tmp_path: Path
 ) -> None:
     store = open_store(project)
-    issued = store.grants.mint_operator_token(name="alice", actor="operator")
+    issued = store.grants.mint_token(name="alice", actor="operator")
     store.close()
     sock = tmp_path / "serve.sock"
     argv = [*roundtable_argv, "--json", "--root", str(project.root), "serve", "--uds", str(sock)]
