@@ -95,18 +95,21 @@ def _cells(reach: Reach, tools: frozenset[str]) -> dict[str, Reach]:
     return dict.fromkeys(sorted(tools), reach)
 
 
-_AUTHORING: Final = frozenset(
-    {"task.create", "proposal.create", "proposal.attach_patch", "proposal.request_review"}
-)
+_AUTHORING: Final = frozenset({"proposal.create", "proposal.attach_patch", "proposal.request_review"})
+"""What an Implementer does as itself, on its own proposals: create, attach versions, ask for review."""
 
 ACCESS: Final[MappingProxyType[str, MappingProxyType[str, Reach]]] = MappingProxyType(
     {
         role: MappingProxyType(cells)
         for role, cells in {
             OPERATOR: _cells(
-                Reach.ANY, _READS | _OPERATOR_ONLY | _AUTHORING | {"memory.record", "vote.cast"}
+                Reach.ANY,
+                _READS | _OPERATOR_ONLY | _AUTHORING | {"task.create", "memory.record", "vote.cast"},
             ),
-            "Implementer": {**_cells(Reach.ANY, _READS), **_cells(Reach.OWN, _AUTHORING | {"memory.record"})},
+            "Implementer": {
+                **_cells(Reach.ANY, _READS | {"task.create"}),  # a task is always created as the caller
+                **_cells(Reach.OWN, _AUTHORING | {"memory.record"}),
+            },
             "Reviewer": {**_cells(Reach.ANY, _READS), "vote.cast": Reach.OWN},
             "Security": {**_cells(Reach.ANY, _READS), "vote.cast": Reach.OWN},
             MEMORY_ORACLE.roster_role: _cells(Reach.BOUND, MEMORY_ORACLE.tools),

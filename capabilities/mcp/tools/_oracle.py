@@ -132,7 +132,9 @@ def _utf8_prefix(data: bytes, limit: int) -> str:
 async def _inspect(call: ToolCall) -> dict[str, Any]:
     args: InspectArgs = call.args
     # A capability naming another proposal is refused as such, whatever else is wrong.
-    grant = None if call.principal.grant is None else bound_grant(call.principal, proposal_id=args.proposal_id)
+    grant = (
+        None if call.principal.grant is None else bound_grant(call.principal, proposal_id=args.proposal_id)
+    )
     if grant is not None and args.version is not None:
         raise Forbidden("a capability reads only its proposal's current patch version")
     if not 1 <= args.max_bytes <= MAX_INSPECT_BYTES:

@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from store import Forbidden, InvalidArgument, NotFound, Store
+from store import InvalidArgument, NotFound, Store
 from store.memory import MemoryEntry
 
 
