@@ -160,7 +160,8 @@ async def mutation_context(request: Request, tool: str | None = None) -> Mutatio
         if not _KEY_SHAPE.fullmatch(key):
             raise InvalidArgument("Idempotency-Key must be 1-200 visible ASCII characters")
         claim = IdempotencyClaim(
-            actor=principal.name,
+            # Agents and operators never share a key space, whatever an operator token is called.
+            actor=principal.name if principal.is_operator else f"agent:{principal.name}",
             key=key,
             route=f"{request.method} {request.url.path}",
             request_sha256=_request_hash(request, body),

@@ -256,6 +256,13 @@ class GrantStore:
         name_v = check_operator_name(name)
         ttl = check_ttl(ttl_seconds, required=False)
         agent_v = None if agent_id is None else self.roster_agent(agent_id)
+        if agent_v is None and name_v in self.roster:
+            # An operator's name is the actor of everything it does: one that is also an agent's
+            # ID would make the operator's votes and proposals read as that agent's.
+            raise InvalidArgument(
+                f"{name_v!r} is a roster agent; an operator token needs another name "
+                f"(for a token that acts as {name_v}, add --agent {name_v})"
+            )
         token, digest = new_token()
         record = self.db.write(
             lambda conn: insert_token(
