@@ -50,6 +50,7 @@ CONTAINER_UID = 10001
 CONTAINER_GID = 10001
 CONTAINER_MOUNT = "/run/roundtable"
 TOKEN_FILE = "token"  # noqa: S105 (a file name, not a secret)
+_FILE_NAME = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
 SOCKET_FILE = "mcp.sock"
 MAX_SOCKET_PATH_BYTES = 107
 _SUFFIX = re.compile(r"[0-9a-f]{12}")
@@ -127,18 +128,32 @@ class LaunchRuntimeDir:
         """Write the token, readable by the container user only (0400, uid 10001 as root)."""
         if not token or not token.isascii() or not token.isprintable():
             raise InvalidArgument("a token must be printable ASCII")
+        return self.write_file(TOKEN_FILE, token.encode("ascii"))
+
+    def write_file(self, name: str, data: bytes) -> Path:
+        """Write one file the container reads (``name`` in the directory, created once), readable
+        by the container user only (0400, uid 10001 as root; 0444 inside the private base otherwise)."""
+        if not _FILE_NAME.fullmatch(name) or name == SOCKET_FILE:
+            raise InvalidArgument(f"{name!r} is not a runtime file name")
+        path = self.path / name
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        fd = os.open(self.token_path, flags, 0o400)
+        fd = os.open(path, flags, 0o400)
         try:
             if _running_as_root():
                 os.fchown(fd, CONTAINER_UID, CONTAINER_GID)
             else:
                 os.fchmod(fd, 0o444)
-            os.write(fd, token.encode("ascii"))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             os.fsync(fd)
         finally:
             os.close(fd)
-        return self.token_path
+        return path
+
+    def container_path(self, name: str) -> str:
+        """Where the container sees file ``name`` of this directory."""
+        return f"{CONTAINER_MOUNT}/{name}"
 
     def grant_socket(self) -> Path:
         """Let the container user connect to the socket the supervisor has bound at :attr:`socket_path`."""
