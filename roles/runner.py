@@ -26,6 +26,14 @@ from pathlib import Path
 
 import anyio
 
+from roles.channel import (
+    DEFAULT_CHANNEL_DIR,
+    EXIT_NO_CHANNEL,
+    EXIT_NO_GRANT,
+    ChannelError,
+    ChannelPaths,
+    open_channel,
+)
 from roles.providers import PROVIDER_NAMES
 
 __all__ = [
@@ -38,10 +46,7 @@ __all__ = [
     "role_version",
 ]
 
-EXIT_NO_CHANNEL = 2
-EXIT_NO_GRANT = 3
 EXIT_PROVIDER_FAILED = 4
-DEFAULT_CHANNEL_DIR = Path("/run/roundtable")
 
 
 def role_version() -> str:
@@ -98,25 +103,7 @@ def _config(argv: Sequence[str] | None) -> RunnerConfig:
     return RunnerConfig(args.socket, args.token_file, args.provider, args.max_turns, args.model)
 
 
-def _read_token(config: RunnerConfig) -> str:
-    if not config.socket.exists():
-        raise _RunnerError(EXIT_NO_CHANNEL, f"no launch channel: {config.socket} does not exist")
-    try:
-        token = config.token_file.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise _RunnerError(
-            EXIT_NO_GRANT, f"no grant: cannot read {config.token_file} ({exc.strerror})"
-        ) from None
-    if not token:
-        raise _RunnerError(EXIT_NO_GRANT, f"no grant: {config.token_file} is empty")
-    return token
-
-
 async def _run(config: RunnerConfig) -> dict[str, object]:
-    import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
-
     from roles.gateway import SocketChatGateway
     from roles.providers.checks_step import run_checks
     from roles.providers.judge import run_judge
@@ -124,47 +111,38 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     from roles.providers.openai import GatewayRefused, ToolDescription, run_openai
     from roles.tools import McpToolCaller, ToolCallError
 
-    token = _read_token(config)
-    transport = httpx2.AsyncHTTPTransport(uds=str(config.socket))
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(
-        transport=transport, base_url="http://localhost", headers=headers, timeout=300
-    ) as http:
-        probe = await http.post("/mcp", json={})
-        if probe.status_code == 401:
-            raise _RunnerError(EXIT_NO_GRANT, "no grant: the supervisor refused this launch's token")
-        async with Client(streamable_http_client("http://localhost/mcp", http_client=http)) as client:
-            listed = (await client.list_tools()).tools
-            caller = McpToolCaller(client)
-            try:
-                checked = [] if config.provider == "judge" else await run_checks(caller)
-                if config.provider == "openai":
-                    available = [
-                        ToolDescription(t.name, t.description or "", dict(t.input_schema)) for t in listed
-                    ]
-                    report = await run_openai(
-                        caller,
-                        SocketChatGateway(http),
-                        available,
-                        max_turns=config.max_turns,
-                        model=config.model,
-                    )
-                elif config.provider == "judge":
-                    report = await run_judge(caller)
-                else:
-                    report = await run_lexical(caller)
-                report.warnings[:0] = checked
-            except GatewayRefused as exc:
-                raise _provider_failed(config.provider, exc.reason, exc.message) from None
-            except ToolCallError as exc:
-                raise _provider_failed(config.provider, "provider_failed", str(exc)) from None
+    async with open_channel(ChannelPaths(config.socket, config.token_file)) as channel:
+        listed = (await channel.client.list_tools()).tools
+        caller = McpToolCaller(channel.client)
+        try:
+            checked = [] if config.provider == "judge" else await run_checks(caller)
+            if config.provider == "openai":
+                available = [
+                    ToolDescription(t.name, t.description or "", dict(t.input_schema)) for t in listed
+                ]
+                report = await run_openai(
+                    caller,
+                    SocketChatGateway(channel.http),
+                    available,
+                    max_turns=config.max_turns,
+                    model=config.model,
+                )
+            elif config.provider == "judge":
+                report = await run_judge(caller)
+            else:
+                report = await run_lexical(caller)
+            report.warnings[:0] = checked
+        except GatewayRefused as exc:
+            raise _provider_failed(config.provider, exc.reason, exc.message) from None
+        except ToolCallError as exc:
+            raise _provider_failed(config.provider, "provider_failed", str(exc)) from None
     return {"tools": sorted(t.name for t in listed), **report.to_dict()}
 
 
 def _innermost(exc: BaseException) -> BaseException:
     """The error inside the exception groups the MCP client's task groups wrap it in."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        runner_errors = [e for e in exc.exceptions if isinstance(_innermost(e), _RunnerError)]
+        runner_errors = [e for e in exc.exceptions if isinstance(_innermost(e), _RunnerError | ChannelError)]
         exc = runner_errors[0] if runner_errors else exc.exceptions[0]
     return exc
 
@@ -176,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = anyio.run(_run, config)
     except Exception as exc:  # the one line a supervisor log shows; no traceback to parse
         cause = _innermost(exc)
+        if isinstance(cause, ChannelError):
+            print(f"roles.runner: {cause}", file=sys.stderr)
+            return cause.status
         if isinstance(cause, _RunnerError):
             if cause.report is not None:
                 print(json.dumps(cause.report, sort_keys=True))

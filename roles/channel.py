@@ -1,0 +1,102 @@
+"""The launch channel as a role sees it: the supervisor's Unix socket and the grant's token file.
+
+Every program in the role image (the runner, the test reviewer, the MCP bridge for
+bring-your-own agents) connects the same way: read the token from the read-only token file, check
+that the supervisor accepts it, then speak MCP streamable HTTP over the socket with the token in
+the ``Authorization`` header. :func:`open_channel` does exactly that, once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx2
+    from mcp import Client
+
+__all__ = [
+    "DEFAULT_CHANNEL_DIR",
+    "EXIT_NO_CHANNEL",
+    "EXIT_NO_GRANT",
+    "Channel",
+    "ChannelError",
+    "ChannelPaths",
+    "open_channel",
+]
+
+EXIT_NO_CHANNEL = 2
+EXIT_NO_GRANT = 3
+DEFAULT_CHANNEL_DIR = Path("/run/roundtable")
+
+
+class ChannelError(Exception):
+    """The channel is missing or refused: ``status`` is the exit status the program should end with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ChannelPaths:
+    """Where the socket and the token file are."""
+
+    socket: Path
+    token_file: Path
+
+    @classmethod
+    def from_environment(cls) -> ChannelPaths:
+        """From ``ROUNDTABLE_MCP_SOCKET`` and ``ROUNDTABLE_TOKEN_FILE``, else ``ROUNDTABLE_CHANNEL_DIR``."""
+        channel = Path(os.environ.get("ROUNDTABLE_CHANNEL_DIR", str(DEFAULT_CHANNEL_DIR)))
+        return cls(
+            Path(os.environ.get("ROUNDTABLE_MCP_SOCKET", str(channel / "mcp.sock"))),
+            Path(os.environ.get("ROUNDTABLE_TOKEN_FILE", str(channel / "token"))),
+        )
+
+    def read_token(self) -> str:
+        """The grant's token, or :class:`ChannelError` (no socket: no channel; no token: no grant)."""
+        if not self.socket.exists():
+            raise ChannelError(EXIT_NO_CHANNEL, f"no launch channel: {self.socket} does not exist")
+        try:
+            token = self.token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise ChannelError(
+                EXIT_NO_GRANT, f"no grant: cannot read {self.token_file} ({exc.strerror})"
+            ) from None
+        if not token:
+            raise ChannelError(EXIT_NO_GRANT, f"no grant: {self.token_file} is empty")
+        return token
+
+
+@dataclass(frozen=True)
+class Channel:
+    """An open channel: the MCP client and the HTTP client under it (the model gateway uses it too)."""
+
+    client: Client
+    http: httpx2.AsyncClient
+
+
+@asynccontextmanager
+async def open_channel(paths: ChannelPaths, *, request_seconds: float = 300) -> AsyncIterator[Channel]:
+    """Connect to the launch's MCP server as its grant; :class:`ChannelError` if it refuses the token."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    token = paths.read_token()
+    transport = httpx2.AsyncHTTPTransport(uds=str(paths.socket))
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=headers, timeout=request_seconds
+    ) as http:
+        probe = await http.post("/mcp", json={})
+        if probe.status_code == 401:
+            raise ChannelError(EXIT_NO_GRANT, "no grant: the supervisor refused this launch's token")
+        client: Any = Client(streamable_http_client("http://localhost/mcp", http_client=http))
+        async with client:
+            yield Channel(client, http)
