@@ -27,7 +27,7 @@ import structlog
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
-from capabilities.policy import CAPABILITY_TOOLSETS, OPERATOR, agent_role
+from capabilities.policy import CAPABILITY_TOOLSETS, LAUNCH_ROLE_OF, MEMORY_ORACLE_ROLE, OPERATOR, agent_role
 from capabilities.principals import Principal, PrincipalKind
 from store import Store
 from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, TokenRecord
@@ -64,21 +64,30 @@ def issue_capability(
     actor: str,
     ttl_seconds: int = DEFAULT_GRANT_TTL_SECONDS,
     launch_id: str | None = None,
+    agent_id: str | None = None,
 ) -> IssuedToken[GrantRecord]:
     """Mint a capability for ``role`` on ``proposal_id`` (blocking; use ``db.run`` from async code).
 
-    The tools are the role's allow-list; the agent is the role's configured agent; the task and
-    scopes come from the proposal row.
+    The tools are the role's allow-list; the task and scopes come from the proposal row. The agent
+    is the oracle's configured agent for ``memory_oracle``; a launched reviewer (``reviewer``,
+    ``security``) names its roster agent, which must hold the matching voting role.
     """
     if role not in CAPABILITY_TOOLSETS:
         roles = sorted(CAPABILITY_TOOLSETS)
         raise InvalidArgument(f"unknown role {role!r}; capabilities exist for: {', '.join(roles)}")
-    role_config = getattr(store.config.roles, role, None)
-    agent_id = getattr(role_config, "agent_id", None) or role
+    if role == MEMORY_ORACLE_ROLE:
+        agent = agent_id or store.config.roles.memory_oracle.agent_id
+    else:
+        roster_role = store.config.agents.get(agent_id or "")
+        if agent_id is None or LAUNCH_ROLE_OF.get(roster_role or "") != role:
+            raise InvalidArgument(
+                f"a {role} capability needs a roster agent whose role launches as {role}; got {agent_id!r}"
+            )
+        agent = agent_id
     return store.grants.mint_grant(
         proposal_id=proposal_id,
         role=role,
-        agent_id=str(agent_id),
+        agent_id=agent,
         tools=CAPABILITY_TOOLSETS[role],
         ttl_seconds=ttl_seconds,
         actor=actor,

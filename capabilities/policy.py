@@ -30,22 +30,28 @@ from capabilities.principals import Principal, PrincipalKind
 # is a leaf package (it imports nothing of ours), so this adds no cycle. tests/test_layout.py
 # allows exactly this one import from roles.
 from roles.oracle import MEMORY_ORACLE
+from store.access import GrantRecord
 from store.errors import Forbidden, InvalidArgument
 
 __all__ = [
     "ACCESS",
     "AGENT_ROLES",
     "CAPABILITY_TOOLSETS",
+    "LAUNCH_ROLE_OF",
+    "MEMORY_ORACLE_ROLE",
     "MEMORY_ORACLE_TOOLS",
     "OPERATOR",
     "OPERATOR_TOOLS",
+    "REVIEWER_LAUNCH",
     "ROLE_TOOLSETS",
+    "SECURITY_LAUNCH",
     "Reach",
     "acting_agent",
     "agent_role",
     "is_allowed",
     "policy_tool_names",
     "reach_of",
+    "record_scopes",
     "require_author",
     "toolset_for",
 ]
@@ -95,6 +101,28 @@ def _cells(reach: Reach, tools: frozenset[str]) -> dict[str, Reach]:
     return dict.fromkeys(sorted(tools), reach)
 
 
+MEMORY_ORACLE_ROLE: Final = MEMORY_ORACLE.name
+"""The launch role of the MemoryOracle (``memory_oracle``)."""
+REVIEWER_LAUNCH: Final = "reviewer"
+"""The launch role of a Reviewer agent run in a container by ``review run``."""
+SECURITY_LAUNCH: Final = "security"
+"""The launch role of a Security agent run in a container by ``review run``."""
+
+_LAUNCHED_REVIEWER_TOOLS: Final = frozenset(
+    {
+        "proposal.get",
+        "proposal.timeline",
+        "task.history",
+        "patch.inspect",
+        "memory.query",
+        "memory.summarize",
+        "memory.record",
+        "vote.cast",
+    }
+)
+"""A launched reviewer reads its proposal, task history, patch and memory, records memory in its
+task, and votes as itself in the open round; nothing else, and only on its own proposal."""
+
 _AUTHORING: Final = frozenset({"proposal.create", "proposal.attach_patch", "proposal.request_review"})
 """What an Implementer does as itself, on its own proposals: create, attach versions, ask for review."""
 
@@ -112,19 +140,25 @@ ACCESS: Final[MappingProxyType[str, MappingProxyType[str, Reach]]] = MappingProx
             },
             "Reviewer": {**_cells(Reach.ANY, _READS), "vote.cast": Reach.OWN},
             "Security": {**_cells(Reach.ANY, _READS), "vote.cast": Reach.OWN},
-            MEMORY_ORACLE.roster_role: _cells(Reach.BOUND, MEMORY_ORACLE.tools),
+            MEMORY_ORACLE.name: _cells(Reach.BOUND, MEMORY_ORACLE.tools),
+            REVIEWER_LAUNCH: _cells(Reach.BOUND, _LAUNCHED_REVIEWER_TOOLS),
+            SECURITY_LAUNCH: _cells(Reach.BOUND, _LAUNCHED_REVIEWER_TOOLS),
         }.items()
     }
 )
 """Role by tool: the reach of every call a role may make (absent: refused with ``forbidden``).
 
-The roster roles are the values of ``[agents]`` in ``config.toml``; ``operator`` is the local
-operator and operator tokens. ``MemoryOracle`` runs only as a launched capability bound to one
-proposal, so it holds no agent token.
+``operator`` is the local operator and operator tokens; ``Implementer``, ``Reviewer`` and
+``Security`` are the roster roles of ``[agents]`` acting through agent tokens; the lowercase rows
+are launched roles, each a capability bound to one proposal and its own agent (``memory_oracle``,
+and ``reviewer``/``security``: a Reviewer or Security agent run by ``roundtable review run``).
 """
 
-AGENT_ROLES: Final = frozenset(role for role in ACCESS if role not in (OPERATOR, MEMORY_ORACLE.roster_role))
+AGENT_ROLES: Final = frozenset({"Implementer", "Reviewer", "Security"})
 """The roster roles an agent token (or ``mcp stdio --agent``) may act in."""
+
+LAUNCH_ROLE_OF: Final = MappingProxyType({"Reviewer": REVIEWER_LAUNCH, "Security": SECURITY_LAUNCH})
+"""The launch role a voting roster role runs as when ``review run`` launches it."""
 
 OPERATOR_TOOLS: Final = frozenset(ACCESS[OPERATOR])
 """The operator toolset (stdio and operator tokens). It has no ``oracle.warn``."""
@@ -132,15 +166,21 @@ OPERATOR_TOOLS: Final = frozenset(ACCESS[OPERATOR])
 MEMORY_ORACLE_TOOLS: Final = MEMORY_ORACLE.tools
 """Exactly what a MemoryOracle capability may call, bound to its proposal (the role's own list)."""
 
-CAPABILITY_TOOLSETS: Final[dict[str, frozenset[str]]] = {MEMORY_ORACLE.name: MEMORY_ORACLE_TOOLS}
+CAPABILITY_TOOLSETS: Final[dict[str, frozenset[str]]] = {
+    role: frozenset(ACCESS[role]) for role in (MEMORY_ORACLE.name, REVIEWER_LAUNCH, SECURITY_LAUNCH)
+}
 """The roles a capability grant can be minted for (by launch role name), with the tools it carries."""
 
-ROLE_TOOLSETS: Final[dict[str, frozenset[str]]] = {
-    **{role: frozenset(cells) for role, cells in ACCESS.items()},
-    # A grant row names the role by its launch name (memory_oracle); both spellings resolve.
-    MEMORY_ORACLE.name: MEMORY_ORACLE_TOOLS,
-}
-"""Each role's allow-list, by roster role and by launch role name."""
+ROLE_TOOLSETS: Final[dict[str, frozenset[str]]] = {role: frozenset(cells) for role, cells in ACCESS.items()}
+"""Each role's allow-list."""
+
+_TASK_SCOPE_WRITERS: Final = frozenset({REVIEWER_LAUNCH, SECURITY_LAUNCH})
+
+
+def record_scopes(grant: GrantRecord) -> frozenset[str]:
+    """The scopes a capability may record memory in: a launched reviewer its task only, the oracle
+    its task and the project."""
+    return frozenset({grant.task_id}) if grant.role in _TASK_SCOPE_WRITERS else grant.scopes
 
 
 def agent_role(roster: Mapping[str, str], agent_id: object) -> str:
@@ -194,8 +234,7 @@ def reach_of(principal: Principal, tool: str) -> Reach | None:
         return None
     if principal.kind is PrincipalKind.CAPABILITY:
         return Reach.BOUND
-    role = MEMORY_ORACLE.roster_role if principal.role == MEMORY_ORACLE.name else principal.role
-    cells = ACCESS.get(role)
+    cells = ACCESS.get(principal.role)
     return None if cells is None else cells.get(tool)
 
 

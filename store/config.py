@@ -12,17 +12,21 @@ from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from store.errors import InvalidArgument
 
 __all__ = [
     "DEFAULT_CONFIG_TOML",
     "EMBEDDED_PROVIDERS",
+    "VOTING_ROLES",
+    "ContainerConfig",
     "OpenAIProviderConfig",
     "PolicyConfig",
     "ProjectConfig",
     "ProviderName",
+    "ReviewerKind",
+    "ReviewerLaunchConfig",
     "RoleConfig",
     "load_config",
     "package_version",
@@ -56,17 +60,54 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RoleConfig(_Strict):
-    """How one role's container is run."""
+class ContainerConfig(_Strict):
+    """How one launch's container is run: its image, deadline and limits."""
 
     image: str = Field(default_factory=lambda: f"roundtable-role:{package_version()}")
-    provider: ProviderName = ProviderName.JUDGE
     timeout_seconds: float = Field(default=300, gt=0, le=86400)
     memory_limit: str = "512m"
     cpus: float = Field(default=1.0, gt=0, le=64)
     pids_limit: int = Field(default=128, ge=16, le=65536)
     nofile_limit: int = Field(default=1024, ge=64, le=1048576)
+
+
+class RoleConfig(ContainerConfig):
+    """How the MemoryOracle's container is run, and with which provider."""
+
+    provider: ProviderName = ProviderName.JUDGE
     agent_id: str = "memory-oracle-1"
+
+
+class ReviewerKind(StrEnum):
+    """What runs in a launched reviewer's container."""
+
+    TEST = "test"
+    """The embedded test reviewer: runs ``command`` on the tree under review, votes on the result."""
+    MCP = "mcp"
+    """Your own MCP-speaking agent in ``image``, handed a standard MCP client configuration."""
+
+
+VOTING_ROLES = frozenset({"Reviewer", "Security"})
+"""The roster roles that vote, and so the roles a launched reviewer may have."""
+
+
+class ReviewerLaunchConfig(ContainerConfig):
+    """How one roster agent runs when a review round runs (``[launches."<agent id>"]``)."""
+
+    kind: ReviewerKind
+    command: list[str] = Field(default_factory=list, max_length=64)
+    """``test``: the command to run in the tree (required); ``mcp``: the container's command
+    (empty: the image's own)."""
+
+    @model_validator(mode="after")
+    def _check_command(self) -> ReviewerLaunchConfig:
+        if self.kind is ReviewerKind.TEST and not self.command:
+            raise ValueError(
+                'a test reviewer needs a command, e.g. command = ["python", "-m", "pytest", "-q"]'
+            )
+        if any(not part or "\x00" in part or len(part) > 4096 for part in self.command):
+            raise ValueError("command parts must be nonempty strings without NUL, at most 4096 characters")
+        return self
 
 
 class OpenAIProviderConfig(_Strict):
@@ -138,6 +179,19 @@ class ProjectConfig(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     agents: dict[str, str] = Field(default_factory=_default_agents)
     supervisor: _Supervisor = Field(default_factory=_Supervisor)
+    launches: dict[str, ReviewerLaunchConfig] = Field(default_factory=dict)
+    """Roster agents that run in a container when a review round runs, by agent ID."""
+
+    @model_validator(mode="after")
+    def _check_launches(self) -> ProjectConfig:
+        for agent_id in self.launches:
+            role = self.agents.get(agent_id)
+            if role not in VOTING_ROLES:
+                raise ValueError(
+                    f"launches.{agent_id}: a launched reviewer must be a roster agent in a voting role "
+                    f"({', '.join(sorted(VOTING_ROLES))}); [agents] has it as {role!r}"
+                )
+        return self
 
 
 def load_config(path: Path) -> ProjectConfig:
@@ -201,4 +255,21 @@ max_concurrent_launches = 4           # role containers running at once
 "reviewer-2" = "Reviewer"
 "security-1" = "Security"
 "memory-oracle-1" = "MemoryOracle"
+
+# Roster agents that run in a hardened container when `roundtable review run P` runs a round, one
+# section per agent ID (a Reviewer or Security agent of [agents]). None by default: uncomment one.
+# Every key but kind and command has the default shown.
+#
+# [launches."reviewer-1"]
+# kind = "test"                       # "test": the embedded test reviewer (runs command on the
+#                                     # tracked files with the patch applied, votes on the result);
+#                                     # "mcp": your own MCP agent in image (see docs/containers.md)
+# command = ["python", "-m", "pytest", "-q"]   # test: what to run; mcp: the container's command
+#                                     # (empty: the image's own)
+# image = "roundtable-role:{version}"
+# timeout_seconds = 300               # the launch deadline; the container is killed after it
+# memory_limit = "512m"
+# cpus = 1.0
+# pids_limit = 128
+# nofile_limit = 1024
 """

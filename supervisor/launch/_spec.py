@@ -23,7 +23,7 @@ from typing import Any
 
 from docker.types import LogConfig, Mount, Ulimit
 
-from store.config import RoleConfig
+from store.config import ContainerConfig
 from store.errors import InvalidArgument
 from store.launches import LaunchStatus
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT
@@ -117,7 +117,7 @@ class LaunchLimits:
             raise InvalidArgument("nofile must be between 16 and 1048576")
 
     @classmethod
-    def from_role(cls, role: RoleConfig) -> LaunchLimits:
+    def from_role(cls, role: ContainerConfig) -> LaunchLimits:
         """The limits a role's ``config.toml`` section asks for."""
         return cls(
             memory_bytes=parse_memory(role.memory_limit),

@@ -20,13 +20,16 @@ from store import OracleStore, Store
 from store.memory import MemoryWriter
 from tests.store.work_helpers import DIFF, DIFF_V2, SECURITY_DIFF, new_task, seed_files
 
-__all__ = ["AGENT_OF", "ROLES", "World", "arguments", "build"]
+__all__ = ["AGENT_OF", "LAUNCHED", "ROLES", "World", "arguments", "build"]
 
-ROLES = ("operator", "Implementer", "Reviewer", "Security", "MemoryOracle")
+ROLES = ("operator", "Implementer", "Reviewer", "Security", "memory_oracle", "reviewer", "security")
 """The rows of the access table."""
 
 AGENT_OF = {"Implementer": "implementer-1", "Reviewer": "reviewer-1", "Security": "security-1"}
 """The roster agent that plays each agent role."""
+
+LAUNCHED = {"memory_oracle": "memory-oracle-1", "reviewer": "reviewer-2", "security": "security-1"}
+"""The agent of each launched role's capability (all bound to the proposal ``mine``)."""
 
 OTHER_AGENT = {"Implementer": "implementer-2", "Reviewer": "reviewer-2", "Security": "reviewer-2"}
 """Another agent of the roster, whom a role must not be able to act as."""
@@ -85,13 +88,16 @@ def build(store: Store) -> World:
             writer=MemoryWriter.agent(agent),
         ).id
 
-    capability = issue_capability(store, proposal_id=mine, role="memory_oracle", actor="op", ttl_seconds=3600)
-    oracle = principal_from_record(store.grants.authenticate(capability.token))
-    assert oracle.grant is not None
-    warning = OracleStore(store.db, store.config).warn(
-        oracle.grant, message_md="m", cited_memory_ids=[memory_op]
-    )
-    principals = {"operator": local_operator(), "MemoryOracle": oracle}
+    principals = {"operator": local_operator()}
+    for role, agent in LAUNCHED.items():
+        agent_arg = None if role == "memory_oracle" else agent
+        issued = issue_capability(
+            store, proposal_id=mine, role=role, actor="op", ttl_seconds=3600, agent_id=agent_arg
+        )
+        principals[role] = principal_from_record(store.grants.authenticate(issued.token))
+    oracle = principals["memory_oracle"].grant
+    assert oracle is not None
+    warning = OracleStore(store.db, store.config).warn(oracle, message_md="m", cited_memory_ids=[memory_op])
     principals |= {role: _agent(store, agent) for role, agent in AGENT_OF.items()}
     return World(
         store=store,
@@ -113,17 +119,26 @@ _Args = Callable[[World, str], dict[str, Any]]
 
 
 def _vote_target(world: World, role: str) -> str:
+    if role in LAUNCHED:
+        return world.mine  # a launched reviewer votes on its own proposal
     return world.theirs  # implementer-1 wrote "mine"; every voter is a candidate on "theirs"
 
 
+def _bound_role(role: str) -> bool:
+    return role in LAUNCHED
+
+
 def _memory(title: str = "t", **extra: Any) -> dict[str, Any]:
-    return {"scope": "project", "kind": "fact", "title": title, "body_md": "b", **extra}
+    return {"scope": "project", "kind": "fact", "title": title, "body_md": "b"} | extra
 
 
 _OWN: dict[str, _Args] = {
     "memory.query": lambda w, r: {"query": "t"},
     "memory.summarize": lambda w, r: {},
-    "memory.record": lambda w, r: _memory(**({"memory_id": w.memory_mine} if r == "Implementer" else {})),
+    "memory.record": lambda w, r: _memory(
+        **({"memory_id": w.memory_mine} if r == "Implementer" else {}),
+        **({"scope": w.task_id} if r in ("reviewer", "security") else {}),
+    ),
     "memory.mark_stale": lambda w, r: {"memory_id": w.memory_op, "reason_md": "superseded"},
     "task.create": lambda w, r: {"title": "new task"},
     "task.get": lambda w, r: {"task_id": w.task_id},
@@ -140,7 +155,7 @@ _OWN: dict[str, _Args] = {
     "proposal.list": lambda w, r: {},
     "proposal.request_review": lambda w, r: {"proposal_id": w.draft_mine},
     "proposal.timeline": lambda w, r: {"proposal_id": w.mine},
-    "patch.inspect": lambda w, r: {} if r == "MemoryOracle" else {"proposal_id": w.mine},
+    "patch.inspect": lambda w, r: {} if _bound_role(r) else {"proposal_id": w.mine},
     "patch.validate": lambda w, r: {"proposal_id": w.mine},
     "vote.list": lambda w, r: {"proposal_id": w.mine},
     "vote.cast": lambda w, r: {

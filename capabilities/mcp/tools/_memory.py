@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.policy import record_scopes
 from capabilities.principals import Principal
 from store.errors import Forbidden
 
@@ -106,8 +107,9 @@ async def _record(call: ToolCall) -> dict[str, Any]:
     grant = call.principal.grant
     # Scope first: a capability naming a scope outside its grant is refused as such, whatever
     # else is wrong with the arguments.
-    if grant is not None and args.scope not in grant.scopes:
-        raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
+    writable = None if grant is None else record_scopes(grant)
+    if writable is not None and args.scope not in writable:
+        raise Forbidden(f"scope {args.scope!r} is outside the scopes this capability records in")
     if args.memory_id not in (None, ""):
         await _refuse_foreign_entry(call, str(args.memory_id))
     # A capability's entries carry its proposal, stay in its scopes, and need its grant live.
@@ -115,7 +117,7 @@ async def _record(call: ToolCall) -> dict[str, Any]:
     if grant is not None:
         bound = {
             "source_proposal_id": grant.proposal_id,
-            "allowed_scopes": grant.scopes,
+            "allowed_scopes": writable,
             "grant_id": grant.id,
         }
     store = call.services.store

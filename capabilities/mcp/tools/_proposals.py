@@ -13,6 +13,7 @@ from pydantic import Field
 
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
 from capabilities.policy import Reach, acting_agent, reach_of, require_author
+from store.errors import Forbidden
 from store.work import MAX_BODY_CHARS, MAX_LIST_ITEMS, MAX_TITLE_CHARS, ProposalStatusWord, RiskWord
 
 __all__ = ["TOOLS"]
@@ -116,8 +117,16 @@ async def _attach(call: ToolCall) -> dict[str, Any]:
     return {"proposal": proposal, "patch": patch.to_dict(), "invalidated_vote_ids": invalidated}
 
 
+def _bound(call: ToolCall, proposal_id: str) -> None:
+    """A capability reads only its own proposal."""
+    grant = call.principal.grant
+    if grant is not None and proposal_id != grant.proposal_id:
+        raise Forbidden(f"proposal {proposal_id!r} is not this capability's proposal")
+
+
 async def _get(call: ToolCall) -> dict[str, Any]:
     args: ProposalArgs = call.args
+    _bound(call, args.proposal_id)
     store = call.services.store
     return {"proposal": await store.db.run(store.proposals.get, args.proposal_id)}
 
@@ -143,6 +152,7 @@ async def _request_review(call: ToolCall) -> dict[str, Any]:
 
 async def _timeline(call: ToolCall) -> dict[str, Any]:
     args: ProposalArgs = call.args
+    _bound(call, args.proposal_id)
     store = call.services.store
     return await store.db.run(store.timeline.timeline, args.proposal_id)
 
