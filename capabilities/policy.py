@@ -92,9 +92,11 @@ _OPERATOR_ONLY: Final = frozenset(
         "memory.mark_stale",
         "oracle.feedback",
         "oracle.stats",
+        "review.run",
     }
 )
-"""Decisions, reject and apply, memory curation, and judging the oracle: operators alone."""
+"""Decisions, reject and apply, memory curation, judging the oracle, and starting containers
+(running a review round): operators alone."""
 
 
 def _cells(reach: Reach, tools: frozenset[str]) -> dict[str, Reach]:

@@ -29,7 +29,7 @@ marked active (failed as ``supervisor_restarted``) and their grants (revoked).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,11 +49,14 @@ from supervisor.docker import DockerLauncher, Launcher
 from supervisor.launch import (
     LaunchLimits,
     LaunchPhase,
+    LaunchPlan,
     LaunchRuntimeDir,
     LaunchSpec,
     OwnerLock,
+    PhaseReporter,
     RuntimeRoot,
     live_owners,
+    report_phase,
     supervisor_id_for,
 )
 from supervisor.models import ModelGateway
@@ -67,9 +70,6 @@ _ACTOR = "supervisor"
 _GRANT_MARGIN_SECONDS = 60
 _CLEANUP_SECONDS = 30.0
 _log = structlog.get_logger("roundtable.supervisor")
-
-PhaseReporter = Callable[[str, dict[str, Any]], Awaitable[None] | None]
-"""Receives ``(phase, details)`` as a launch progresses (for progress lines on stderr)."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,11 @@ class Supervisor:
         """Launch ``role`` for ``proposal_id`` and wait for it to end; see the module docstring."""
         if role not in ROLES:
             raise InvalidArgument(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+        plan = self.oracle_plan(provider=provider, timeout=timeout)
+        return await self.launch(plan, await self.open_proposal(proposal_id), on_phase=on_phase)
+
+    def oracle_plan(self, *, provider: str | None = None, timeout: float | None = None) -> LaunchPlan:
+        """The MemoryOracle's launch plan (``[roles.memory_oracle]``, with these overrides)."""
         role_config = self.store.config.roles.memory_oracle
         chosen = provider or role_config.provider
         if chosen not in set(ProviderName):
@@ -180,74 +185,84 @@ class Supervisor:
         deadline = float(timeout if timeout is not None else role_config.timeout_seconds)
         if not 0 < deadline <= 86400:
             raise InvalidArgument("timeout must be between 0 and 86400 seconds")
+        return LaunchPlan(
+            role=ROLES[0],
+            agent_id=role_config.agent_id,
+            provider=chosen,
+            image=role_config.image,
+            limits=LaunchLimits.from_role(role_config),
+            deadline=deadline,
+            command=("--provider", chosen, "--max-turns", str(self.store.config.providers.openai.max_turns)),
+            environment={"ROUNDTABLE_PROVIDER": chosen},
+            uses_model=chosen == ProviderName.OPENAI,
+        )
+
+    async def open_proposal(self, proposal_id: str) -> dict[str, Any]:
+        """The proposal, if a launch may review it: open, with a current patch version (else ``conflict``)."""
         proposal = await self.store.db.run(self.store.proposals.get, proposal_id)
         if ProposalStatus(proposal["status"]) in ProposalStatus.CLOSED_TO_LAUNCHES:
-            raise Conflict(
-                f"proposal {proposal_id} is {proposal['status']}; the oracle reviews open proposals"
-            )
+            raise Conflict(f"proposal {proposal_id} is {proposal['status']}; launches review open proposals")
         if proposal.get("patch") is None:
             raise Conflict(f"proposal {proposal_id} has no patch version to review")
+        return proposal
 
+    async def launch(
+        self, plan: LaunchPlan, proposal: dict[str, Any], *, on_phase: PhaseReporter | None = None
+    ) -> LaunchResult:
+        """Run ``plan`` for ``proposal`` (from :meth:`open_proposal`) and wait for it to end.
+
+        Waits for a slot first (``max_concurrent_launches``); the launch is recorded when it has one.
+        """
         async with self._limiter:
             launch = await self.store.db.run(
                 self.store.launches.request,
-                role=role,
-                agent_id=role_config.agent_id,
-                proposal_id=proposal_id,
-                image=role_config.image,
+                role=plan.role,
+                agent_id=plan.agent_id,
+                proposal_id=str(proposal["id"]),
+                image=plan.image,
                 task_id=str(proposal["task_id"]),
-                provider=chosen,
+                provider=plan.provider,
                 owner=self._owner.name,
             )
-            return await self._run_launch(launch, role, chosen, deadline, on_phase)
+            return await self._run_launch(launch, plan, on_phase)
 
     async def _run_launch(
-        self, launch: Launch, role: str, provider: str, deadline: float, on_phase: PhaseReporter | None
+        self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None
     ) -> LaunchResult:
-        log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id)
-        role_config = self.store.config.roles.memory_oracle
+        log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id, role=plan.role)
         gateway = ModelGateway(self.store.config.providers.openai, launch.id, transport=self._model_transport)
         # The model gateway (and so the operator's API key) exists only for launches that use it.
-        extra_routes = [gateway.route()] if provider == "openai" else []
+        extra_routes = [gateway.route()] if plan.uses_model else []
         grant_id: str | None = None
         rundir: LaunchRuntimeDir | None = None
         handed_over = False  # from here on the launcher records how the launch ends
         try:
-            await _report(on_phase, "requested", {"launch_id": launch.id, "provider": provider})
+            await report_phase(
+                on_phase,
+                "requested",
+                {"launch_id": launch.id, "provider": plan.provider, "agent_id": plan.agent_id},
+            )
             issued = await self.store.db.run(
                 issue_capability,
                 self.store,
                 proposal_id=launch.proposal_id,
-                role=role,
+                role=plan.role,
                 actor=_ACTOR,
-                ttl_seconds=int(deadline) + _GRANT_MARGIN_SECONDS,
+                ttl_seconds=int(plan.deadline) + _GRANT_MARGIN_SECONDS,
                 launch_id=launch.id,
+                agent_id=plan.agent_id,
             )
             grant_id = issued.record.id
             log = log.bind(grant_id=grant_id)
             rundir = await anyio.to_thread.run_sync(self.runtime.create, launch.id)
             await anyio.to_thread.run_sync(rundir.write_token_file, issued.token)
+            for name, data in plan.files.items():
+                await anyio.to_thread.run_sync(rundir.write_file, name, data)
             app = build_launch_app(self.services, grant_id, extra_routes=extra_routes)
             async with serving(app, uds=rundir.socket_path):
                 await anyio.to_thread.run_sync(rundir.grant_socket)
-                await _report(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})
-                spec = LaunchSpec(
-                    launch_id=launch.id,
-                    role=role,
-                    proposal_id=launch.proposal_id,
-                    image=role_config.image,
-                    command=(
-                        "--provider",
-                        provider,
-                        "--max-turns",
-                        str(self.store.config.providers.openai.max_turns),
-                    ),
-                    environment={"ROUNDTABLE_PROVIDER": provider},
-                    runtime_dir=rundir.path,
-                    limits=LaunchLimits.from_role(role_config),
-                    timeout_seconds=deadline,
-                    redact=frozenset({issued.token}),
-                )
+                await report_phase(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})
+                spec = plan.spec(launch.id, launch.proposal_id, rundir.path, issued.token)
                 if self._spec_transform is not None:
                     spec = self._spec_transform(spec)
 
@@ -255,7 +270,7 @@ class Supervisor:
                     if step is LaunchPhase.STOPPED:
                         await self._revoke(grant_id, "launch_stopped")
                         await self._note_model_failure(launch.id, gateway)
-                    await _report(on_phase, str(step), {"launch_id": launch.id})
+                    await report_phase(on_phase, str(step), {"launch_id": launch.id})
 
                 handed_over = True
                 await self.launcher.run(spec, on_phase=phase)
@@ -281,7 +296,7 @@ class Supervisor:
                     )
         final = await self.store.db.run(self.store.launches.get, launch.id)
         warnings = await self.warnings_of(launch.id, launch.proposal_id)
-        await _report(on_phase, "done", {"launch_id": launch.id, "status": str(final.status)})
+        await report_phase(on_phase, "done", {"launch_id": launch.id, "status": str(final.status)})
         log.info("launch_done", status=str(final.status), warnings=len(warnings))
         return LaunchResult(final, warnings)
 
@@ -330,11 +345,3 @@ def _unwrap(exc: BaseException) -> BaseException:
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
         exc = exc.exceptions[0]
     return exc
-
-
-async def _report(reporter: PhaseReporter | None, phase: str, details: dict[str, Any]) -> None:
-    if reporter is None:
-        return
-    result = reporter(phase, details)
-    if result is not None:
-        await result

@@ -17,9 +17,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from capabilities.http_api._boundary import query_int, query_text
+from capabilities.http_api._boundary import mutation_context, query_int, query_text
 from capabilities.http_api._errors import endpoint, json_response
-from capabilities.http_api._state import api_for, operator_api
+from capabilities.http_api._state import api_for, api_state, operator_api
+from capabilities.mcp import call_tool
+from capabilities.mcp.tools import build_registry
 from store import Store
 from store.errors import InvalidArgument
 
@@ -112,12 +114,29 @@ async def events(request: Request) -> Response:
     )
 
 
+async def review_run(request: Request) -> Response:
+    """``POST /proposals/{proposal_id}/review-run``: run a review round (the ``review.run`` tool).
+
+    Answers when every launch has ended, with the same body as the tool; an operator mutation
+    (``X-Actor-ID``), without idempotency keys: running a round again runs it again.
+    """
+    ctx = await mutation_context(request, "review.run")
+    api = api_state(request)
+    arguments = {"proposal_id": request.path_params["proposal_id"]}
+    outcome = await call_tool(api.services, build_registry(), ctx.principal, "review.run", arguments)
+    if outcome.error is not None:
+        raise outcome.error
+    api.changed()
+    return json_response(outcome.body())
+
+
 _ITEM = "/proposals/{proposal_id}"
 WORK_ROUTES: list[Route] = [
     Route("/proposals", endpoint(list_proposals), methods=["GET"]),
     Route(_ITEM, endpoint(get_proposal), methods=["GET"]),
     Route(f"{_ITEM}/timeline", endpoint(timeline), methods=["GET"]),
     Route(f"{_ITEM}/patch", endpoint(patch), methods=["GET"]),
+    Route(f"{_ITEM}/review-run", endpoint(review_run), methods=["POST"]),
     Route("/events", endpoint(events), methods=["GET"]),
 ]
 """The work routes, relative to ``/api/v1``."""

@@ -7,10 +7,13 @@ and cleans up after dead ones with the reaper; both build on this package.
 from __future__ import annotations
 
 from supervisor.launch._ownership import OwnerLock, live_owners
-from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
+from supervisor.launch._plan import LaunchPlan
+from supervisor.launch._progress import PhaseReporter, report_phase
+from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._spec import (
     LABEL_LAUNCH,
     LABEL_SUPERVISOR,
+    ROLE_PYTHON,
     ContainerOutcome,
     LaunchLimits,
     LaunchPhase,
@@ -21,17 +24,22 @@ from supervisor.launch._spec import (
 )
 
 __all__ = [
+    "CONTAINER_MOUNT",
     "LABEL_LAUNCH",
     "LABEL_SUPERVISOR",
+    "ROLE_PYTHON",
     "ContainerOutcome",
     "LaunchLimits",
     "LaunchPhase",
+    "LaunchPlan",
     "LaunchRuntimeDir",
     "LaunchSpec",
     "OwnerLock",
+    "PhaseReporter",
     "RuntimeRoot",
     "container_kwargs",
     "container_name",
     "live_owners",
+    "report_phase",
     "supervisor_id_for",
 ]

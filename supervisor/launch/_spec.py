@@ -34,6 +34,7 @@ __all__ = [
     "LABEL_PROPOSAL",
     "LABEL_ROLE",
     "LABEL_SUPERVISOR",
+    "ROLE_PYTHON",
     "TMPFS_OPTIONS",
     "ContainerOutcome",
     "LaunchLimits",
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 CONTAINER_USER = "10001:10001"
+ROLE_PYTHON = "/opt/roundtable/venv/bin/python"
+"""The role image's interpreter (deploy/Dockerfile), for entrypoints other than the runner."""
 TMPFS_OPTIONS = "rw,noexec,nosuid,nodev,size=64m"
 LABEL_SUPERVISOR = "roundtable.supervisor"
 LABEL_LAUNCH = "roundtable.launch"

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from capabilities.mcp._registry import ToolRegistry, ToolSpec
-from capabilities.mcp.tools import _feedback, _memory, _oracle, _proposals, _tasks, _votes
+from capabilities.mcp.tools import _feedback, _memory, _oracle, _proposals, _review_runs, _tasks, _votes
 
 __all__ = ["all_tools", "build_registry"]
 
 
 def all_tools() -> list[ToolSpec]:
     """Every tool Roundtable implements."""
-    return [*_memory.TOOLS, *_tasks.TOOLS, *_proposals.TOOLS, *_votes.TOOLS, *_oracle.TOOLS, *_feedback.TOOLS]
+    return [
+        *_memory.TOOLS,
+        *_tasks.TOOLS,
+        *_proposals.TOOLS,
+        *_votes.TOOLS,
+        *_review_runs.TOOLS,
+        *_oracle.TOOLS,
+        *_feedback.TOOLS,
+    ]
 
 
 def build_registry() -> ToolRegistry:

@@ -115,10 +115,13 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
         serve_asgi,
     )
     from supervisor.models import synthesizer_for
+    from supervisor.review import ReviewService
 
     if args.uds is None:
         check_bind_host(args.host, allow_remote=args.allow_remote)
     with open_services(args.root) as services:
+        reviews = ReviewService(services.store)
+        services.review_runner = reviews
         synthesizer, provider = synthesizer_for(services.store.config)
         web = WebService(services, synthesizer=synthesizer, provider=provider)
         app = build_service_app(services, web=web, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, console
@@ -133,6 +136,7 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
                     _log.warning("serve.stopping", signal=signal.Signals(received).name)
                     break
             tg.cancel_scope.cancel()
+        await reviews.aclose()
     return {"stopped": True, "url": address.base_url, "uds": address.uds}
 
 

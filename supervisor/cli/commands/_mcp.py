@@ -21,11 +21,17 @@ __all__ = ["register"]
 
 async def _stdio(args: argparse.Namespace) -> None:
     from capabilities.mcp import RoundtableMCPServer  # the SDK is heavy; import it only to serve
+    from supervisor.review import ReviewService
 
     with open_services(args.root) as services:
         principal = local_operator() if args.agent is None else _agent(services.store, args.agent)
+        reviews = ReviewService(services.store)
+        services.review_runner = reviews
         server = RoundtableMCPServer(services, build_registry(), default_principal=principal)
-        await server.run_stdio_async()
+        try:
+            await server.run_stdio_async()
+        finally:
+            await reviews.aclose()
 
 
 def _agent(store: Store, agent_id: str) -> Principal:

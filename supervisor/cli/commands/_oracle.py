@@ -7,41 +7,22 @@ when the container has exited and prints ``{"launch": {"id", "status", "exit_cod
 warning event also carries ``cited_memories`` (ID, title, status, looked up in the store), and the
 readable output shows each warning whole (:func:`~supervisor.cli._timeline_text.warning_lines`).
 Without it, the launch continues in a detached supervisor process and the command prints the
-launch's ID as soon as the launch is recorded.
+launch's ID as soon as the launch is recorded (an unknown or closed proposal is refused first,
+with its real error: :mod:`supervisor.cli._background`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
-import sys
-import time
 from typing import Any
 
 from store import Store
 from store.config import ProviderName
-from store.errors import InternalError
+from supervisor.cli._background import Announcer, check_reviewable, progress_printer, start_detached
 from supervisor.cli._timeline_text import warning_lines
 from supervisor.cli.commands import _oracle_feedback
 
 __all__ = ["register"]
-
-
-def _progress_printer(as_json: bool) -> Any:
-    started = time.monotonic()
-
-    def report(phase: str, details: dict[str, Any]) -> None:
-        if as_json:
-            line = json.dumps({"phase": phase, **details}, sort_keys=True)
-        else:
-            extra = " ".join(f"{k}={v}" for k, v in details.items() if k != "launch_id")
-            line = f"[{time.monotonic() - started:6.2f}s] {phase:<14} {details.get('launch_id', '')} {extra}"
-        sys.stderr.write(line.rstrip() + "\n")
-        sys.stderr.flush()
-
-    return report
 
 
 async def _launch(args: argparse.Namespace) -> dict[str, Any]:
@@ -50,14 +31,12 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     from supervisor import Supervisor
     from supervisor.cli._project import open_project
 
-    report = _progress_printer(args.json)
-    announce = os.fdopen(args.announce_fd, "w") if args.announce_fd is not None else None
+    report = progress_printer(args.json)
+    announce = Announcer(args.announce_fd, "requested")
 
     def on_phase(phase: str, details: dict[str, Any]) -> None:
         report(phase, details)
-        if announce is not None and phase == "requested" and not announce.closed:
-            announce.write(json.dumps(details) + "\n")
-            announce.close()
+        announce(phase, details)
 
     with open_project(args.root) as store:
         async with Supervisor(store) as supervisor:
@@ -97,49 +76,24 @@ def _cited(store: Store, payload: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _launch_detached(args: argparse.Namespace) -> dict[str, Any]:
-    """Run ``oracle launch --wait`` in a new session; return once the launch is recorded.
-
-    The child announces the launch on a pipe and then closes it; its progress and result go to a
-    log file under ``.roundtable/logs``, so it never writes to a reader that has gone away.
-    """
-    from store import find_project_root
-
-    paths = find_project_root(args.root)
-    logs = paths.state_dir / "logs"
-    logs.mkdir(exist_ok=True)
-    log_path = logs / f"oracle-launch-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.log"
-    read_fd, write_fd = os.pipe()
-    argv = [sys.executable, "-m", "supervisor", "oracle", "launch", args.proposal_id, "--wait", "--json"]
-    argv += ["--root", str(paths.root), "--announce-fd", str(write_fd)]
+    """Run ``oracle launch --wait`` in the background; return once the launch is recorded."""
+    root = check_reviewable(args.root, args.proposal_id)
+    argv = ["oracle", "launch", args.proposal_id, "--wait", "--json"]
     if args.timeout is not None:
         argv += ["--timeout", str(args.timeout)]
     if args.provider:
         argv += ["--provider", args.provider]
-    with open(log_path, "ab") as log_file:
-        child = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=log_file,
-            stderr=log_file,
-            pass_fds=(write_fd,),
-            start_new_session=True,
-        )
-    os.close(write_fd)
-    with os.fdopen(read_fd) as announce:
-        line = announce.readline()
-    if not line:
-        child.wait()
-        raise InternalError(f"the background launch ended before it was recorded; see {log_path}")
-    launch_id = json.loads(line)["launch_id"]
+    child = start_detached(root, argv, "oracle-launch")
+    launch_id = child.announced["launch_id"]
     return {
         "launch": {
             "id": launch_id,
             "status": "requested",
             "detached": True,
             "pid": child.pid,
-            "log": str(log_path),
+            "log": str(child.log),
         },
-        "message": f"launch {launch_id} runs in the background (pid {child.pid}, log {log_path}); "
+        "message": f"launch {launch_id} runs in the background (pid {child.pid}, log {child.log}); "
         f"follow it with `roundtable timeline {args.proposal_id}`",
     }
 

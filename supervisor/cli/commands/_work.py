@@ -20,6 +20,7 @@ from store.errors import InvalidArgument
 from store.patches import decode_patch
 from supervisor.cli._project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.cli._timeline_text import render_timeline
+from supervisor.cli.commands import _review
 
 __all__ = ["register"]
 
@@ -241,6 +242,7 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
     request = sub.add_parser("request", parents=[common], help="open a review round; starts no process")
     request.add_argument("proposal_id", metavar="P")
     request.set_defaults(handler=_review_request)
+    _review.register_subcommands(sub, common)
 
     sub = _group(commands, common, "vote", "cast and list votes")
     cast = sub.add_parser("cast", parents=[common], help="cast a vote on the current patch version")

@@ -1,0 +1,46 @@
+"""``review.run``: run a review round, every configured reviewer in its own container.
+
+An operator tool. The call opens a round if none is open, launches the MemoryOracle and every
+configured voting reviewer at once, and answers when every launch has ended: each launch, the
+votes, the warnings and the consensus. It needs a process that can launch containers (the
+services' ``review_runner``: ``roundtable serve`` and ``roundtable mcp stdio`` have one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from store.errors import DockerUnavailable
+
+__all__ = ["TOOLS"]
+
+
+class RunArgs(ToolArgs):
+    """Arguments of ``review.run``."""
+
+    proposal_id: str = Field(description="The proposal (P-...) whose round to run.", max_length=200)
+
+
+async def _run(call: ToolCall) -> dict[str, Any]:
+    args: RunArgs = call.args
+    runner = call.services.review_runner
+    if runner is None:
+        raise DockerUnavailable("this server launches no containers; run `roundtable review run P --wait`")
+    store = call.services.store
+    await store.db.run(store.proposals.get, args.proposal_id)  # not_found before anything starts
+    return {"review": await runner(args.proposal_id, actor=call.principal.actor)}
+
+
+TOOLS = [
+    ToolSpec(
+        name="review.run",
+        description="Run a review round: open one if none is open, launch the MemoryOracle and every "
+        "configured voting reviewer ([launches] in config.toml) in hardened containers at once, and "
+        "answer when all have ended: each launch, the votes, the warnings and the consensus.",
+        args_model=RunArgs,
+        handler=_run,
+    ),
+]

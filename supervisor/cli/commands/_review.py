@@ -1,0 +1,102 @@
+"""``roundtable review run P [--wait]``: run a review round, its reviewers each in a container.
+
+Opens a round if none is open, launches the MemoryOracle and every configured voting reviewer of
+the round at once (bounded by ``max_concurrent_launches``) and, with ``--wait``, prints progress
+lines on stderr as launches move and then the outcome: each launch, the votes, the warnings and
+the consensus (:func:`supervisor.review.run_review`). Without ``--wait`` the round runs in a
+detached supervisor process and the command answers once the round is open and its launches are
+planned.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from supervisor.cli._background import Announcer, check_reviewable, progress_printer, start_detached
+from supervisor.cli._timeline_text import warning_lines
+
+__all__ = ["register_subcommands", "review_run_lines"]
+
+
+async def _run(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.wait:
+        return _run_detached(args)
+    from supervisor import Supervisor
+    from supervisor.cli._project import open_project
+    from supervisor.review import run_review
+
+    report = progress_printer(args.json)
+    announce = Announcer(args.announce_fd, "round")
+
+    def on_phase(phase: str, details: dict[str, Any]) -> None:
+        report(phase, details)
+        announce(phase, details)
+
+    with open_project(args.root) as store:
+        async with Supervisor(store) as supervisor:
+            run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
+    body = run.to_dict()
+    return {"review": body, "message": "\n".join(review_run_lines(body))}
+
+
+def review_run_lines(body: dict[str, Any]) -> list[str]:
+    """The readable outcome of a review run: launches, votes, warnings, consensus."""
+    review = body["round"]
+    lines = [
+        f"review round {review.get('number')} of {body['proposal_id']} (patch v{review.get('patch_version')})"
+    ]
+    lines.append("launches:")
+    for launch in body["launches"]:
+        if launch["launch"] is not None:
+            run = launch["launch"]
+            end = f"{run['status']}, exit {run['exit_code']}" + (
+                f", {run['reason']}" if run.get("reason") else ""
+            )
+        else:
+            end = f"not started: [{launch['error']['code']}] {launch['error']['message']}"
+        lines.append(f"  {launch['agent_id']:<18} {launch['kind']:<8} {end} ({launch['seconds']:.1f}s)")
+    lines.append("votes:")
+    for vote in body["votes"]:
+        reason = vote["reason_md"].strip().splitlines()[0] if vote["reason_md"].strip() else ""
+        lines.append(f"  {vote['agent_id']:<18} {vote['vote']:<18} {reason[:100]}")
+    if not body["votes"]:
+        lines.append("  (none)")
+    lines.append(f"warnings: {len(body['warnings'])}")
+    for event in body["warnings"]:
+        block = warning_lines(event["payload"], [])
+        lines += [f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]
+    consensus = body["consensus"]
+    state = "reached" if consensus.get("reached") else "not reached"
+    lines.append(f"consensus: {state} ({consensus.get('approvals')}/{consensus.get('required')} approvals)")
+    return lines
+
+
+def _run_detached(args: argparse.Namespace) -> dict[str, Any]:
+    root = check_reviewable(args.root, args.proposal_id)
+    child = start_detached(root, ["review", "run", args.proposal_id, "--wait", "--json"], "review-run")
+    agents = child.announced.get("agents", [])
+    return {
+        "review": {
+            "proposal_id": args.proposal_id,
+            "round": child.announced.get("round"),
+            "agents": agents,
+            "detached": True,
+            "pid": child.pid,
+            "log": str(child.log),
+        },
+        "message": f"review round {child.announced.get('round')} of {args.proposal_id} runs in the "
+        f"background ({', '.join(agents)}; pid {child.pid}, log {child.log}); follow it with "
+        f"`roundtable timeline {args.proposal_id}`",
+    }
+
+
+def register_subcommands(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``review run`` to the ``review`` group."""
+    run = sub.add_parser(
+        "run", parents=[common], help="run a review round: the oracle and configured reviewers, in containers"
+    )
+    run.add_argument("proposal_id", metavar="P")
+    run.add_argument("--wait", action="store_true", help="wait for every launch and print the outcome")
+    run.add_argument("--announce-fd", type=int, help=argparse.SUPPRESS)
+    run.set_defaults(handler=_run)
