@@ -182,7 +182,7 @@ def _event_summary(event: dict[str, Any]) -> Markup:
     kind = event.get("type", "")
     if kind == "vote.cast" and event.get("vote"):
         vote = event["vote"]
-        return html(
+        summary = html(
             "$agent voted $vote on v$version $counts",
             agent=vote.get("agent_id"),
             vote=badge(vote.get("vote"), tone="neutral"),
@@ -190,6 +190,19 @@ def _event_summary(event: dict[str, Any]) -> Markup:
             counts=badge("counts", tone="good")
             if vote.get("counts")
             else badge("no longer counts", tone="muted"),
+        )
+        launch = event.get("launch")
+        if not launch:
+            return summary
+        took = launch.get("duration_seconds")
+        return html(
+            '$summary <span class="launch">launched $image ($provider)$duration, $status$exit</span>',
+            summary=summary,
+            image=launch.get("image"),
+            provider=launch.get("provider"),
+            duration=f", {took:.1f} s" if isinstance(took, int | float) else "",
+            status=launch.get("status"),
+            exit="" if launch.get("exit_code") is None else f" {launch['exit_code']}",
         )
     if kind in ("proposal.created", "proposal.patch_attached") and event.get("patch"):
         patch = event["patch"]

@@ -5,7 +5,9 @@ of enrichment, so the cost depends on the proposal's own history, not on the siz
 
 - ``proposal.created`` / ``proposal.patch_attached``: the patch version with its SHA-256, size
   and touched files (``patch``);
-- ``vote.cast``: the vote, its patch version and whether it counts *now* (``vote``);
+- ``vote.cast``: the vote, its patch version and whether it counts *now* (``vote``), and for a
+  vote cast by a launched reviewer, the launch that cast it (``launch``: image, provider, status,
+  exit code, duration);
 - ``decision.recorded``: the decision and the decision that superseded it, if any (``decision``);
 - ``memory.oracle_warning``: each cited memory entry resolved to its ID, title, status, scope and
   kind, or marked ``missing`` (``cited_memories``);
@@ -15,6 +17,7 @@ of enrichment, so the cost depends on the proposal's own history, not on the siz
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime
 from typing import Any
 
 from store.config import ProjectConfig
@@ -52,6 +55,7 @@ class TimelineStore:
         versions = {v.version: v.to_dict() for v in list_versions(conn, proposal_id)}
         counting = {v.id for v in counting_votes(conn, proposal_id, proposal.current_version)}
         votes = _by_id(conn, "votes", [e.payload.get("vote_id") for e in events if e.type == "vote.cast"])
+        launched = _launches_of(conn, [e.credential_id for e in events if e.type == "vote.cast"])
         decision_ids = [
             (e.payload.get("decision") or {}).get("id") for e in events if e.type == "decision.recorded"
         ]
@@ -78,6 +82,8 @@ class TimelineStore:
                 item["patch"] = versions.get(1)
             elif event.type == "vote.cast" and (vote := votes.get(str(event.payload.get("vote_id")))):
                 item["vote"] = ballot_from_row(vote, counts=vote["id"] in counting).to_dict()
+                if event.credential_id in launched:
+                    item["launch"] = launched[event.credential_id]
             elif event.type == "decision.recorded":
                 decision_id = str((event.payload.get("decision") or {}).get("id"))
                 if decision_id in decisions:
@@ -108,6 +114,47 @@ def _by_id(conn: sqlite3.Connection, table: str, ids: list[Any]) -> dict[str, sq
         sql = f"SELECT * FROM {table} WHERE id IN ({','.join('?' * len(chunk))})"
         found.update({r["id"]: r for r in conn.execute(sql, chunk)})
     return found
+
+
+def _launches_of(conn: sqlite3.Connection, credentials: list[str | None]) -> dict[str, dict[str, Any]]:
+    """The launch behind each capability credential among ``credentials``: what ran the voter.
+
+    ``{grant id: {"id", "agent_id", "role", "image", "provider", "status", "exit_code", "reason",
+    "started_at", "ended_at", "duration_seconds"}}``; credentials of no launch are absent.
+    """
+    grants = [c for c in credentials if c]
+    if not grants:
+        return {}
+    rows = conn.execute(
+        "SELECT g.id AS grant_id, l.* FROM capability_grants g JOIN role_launches l ON l.id = g.launch_id"
+        f" WHERE g.id IN ({','.join('?' * len(grants))})",
+        grants,
+    ).fetchall()
+    return {
+        str(row["grant_id"]): {
+            "id": row["id"],
+            "agent_id": row["agent_id"],
+            "role": row["role"],
+            "image": row["image"],
+            "provider": row["provider"],
+            "status": row["status"],
+            "exit_code": row["exit_code"],
+            "reason": row["reason"],
+            "started_at": row["started_at"],
+            "ended_at": row["ended_at"],
+            "duration_seconds": _seconds_between(row["started_at"], row["ended_at"]),
+        }
+        for row in rows
+    }
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    try:
+        return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
+    except ValueError:
+        return None
 
 
 def _memory_ref(memory_id: str, memories: dict[str, Any]) -> dict[str, Any]:

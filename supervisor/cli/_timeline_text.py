@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["render_timeline", "warning_lines"]
+__all__ = ["launch_summary", "render_timeline", "warning_lines"]
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DETAIL_WIDTH = 110
@@ -66,7 +66,20 @@ def _vote(event: dict[str, Any]) -> str:
     counts = "counts" if vote.get("counts") else "does not count"
     reason = f": {vote['reason_md']}" if vote.get("reason_md") else ""
     who = f"{vote.get('agent_id')} ({vote.get('role')})"
-    return f"{who} {vote.get('vote')} on v{vote.get('patch_version')} [{counts}]{reason}"
+    line = f"{who} {vote.get('vote')} on v{vote.get('patch_version')} [{counts}]{reason}"
+    if launch := event.get("launch"):
+        line += f" — {launch_summary(launch)}"
+    return line
+
+
+def launch_summary(launch: dict[str, Any]) -> str:
+    """``launched roundtable-role:0.1.0 (test), 4.2 s, exited 0``: what ran a vote."""
+    took = launch.get("duration_seconds")
+    duration = f", {took:.1f} s" if isinstance(took, int | float) else ""
+    end = launch.get("status") or "?"
+    if launch.get("exit_code") is not None:
+        end += f" {launch['exit_code']}"
+    return f"launched {launch.get('image')} ({launch.get('provider')}){duration}, {end}"
 
 
 def _status(event: dict[str, Any]) -> str:
