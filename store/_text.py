@@ -5,6 +5,8 @@
   characters other than tab, newline and carriage return. Control characters are refused rather
   than stored because they reach terminals and the console (cursor moves, screen clears).
 - :func:`check_int`: an integer (never a bool) within bounds that default to SQLite's 64-bit range.
+- :func:`check_fraction`: a number from 0 to 1, compared before it becomes a float (``float(10**400)``
+  raises ``OverflowError``).
 - :func:`parse_decimal`: digits from a header, a form or a path, ASCII only (not ``str.isdigit``).
 - :func:`parse_json`: a JSON document from a body, a flag or a model's answer: strict JSON (no
   ``NaN``), nested at most :data:`MAX_JSON_DEPTH` deep. ``json.loads`` raises ``RecursionError``,
@@ -33,6 +35,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_LABEL_CHARS",
     "TEXT_PATTERN",
+    "check_fraction",
     "check_int",
     "check_label",
     "check_text",
@@ -124,6 +127,14 @@ def check_int(
     if not minimum <= value <= maximum:
         raise error(f"{name} must be an integer from {minimum} to {maximum}")
     return value
+
+
+def check_fraction(name: str, value: object, *, error: type[InvalidArgument] = InvalidArgument) -> float:
+    """``value`` (an int or a float, never a bool or NaN) as a float from 0 to 1, or ``error``."""
+    # Compared first: NaN fails the comparison, and an int too large for a float never reaches float().
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise error(f"{name} must be a number from 0 to 1")
+    return float(value)
 
 
 def parse_decimal(text: str) -> int | None:

@@ -24,7 +24,7 @@ from starlette.requests import Request
 
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
 from capabilities.principals import Principal
-from store import parse_json
+from store import check_int, parse_json
 from store.errors import Forbidden, InvalidArgument, Unauthenticated
 from store.events import IdempotencyClaim
 
@@ -175,7 +175,7 @@ def query_int(request: Request, name: str, *, default: int | None = None) -> int
         return default
     if not re.fullmatch(r"[+-]?[0-9]{1,19}", text.strip()):
         raise InvalidArgument(f"query parameter {name!r} must be an integer")
-    return int(text)
+    return check_int(name, int(text))  # 19 digits can pass SQLite's 64-bit range
 
 
 def query_bool(request: Request, name: str) -> bool:

@@ -8,6 +8,7 @@ from store._text import (
     INT64_MAX,
     INT64_MIN,
     MAX_JSON_DEPTH,
+    check_fraction,
     check_int,
     check_label,
     check_text,
@@ -45,6 +46,13 @@ def test_integers_stay_within_sqlite() -> None:
     for bad in (INT64_MAX + 1, INT64_MIN - 1, True, 1.0, "1", None):
         with pytest.raises(InvalidArgument):
             check_int("n", bad)
+
+
+def test_fractions_are_compared_before_they_become_floats() -> None:
+    assert [check_fraction("c", v) for v in (0, 1, 0.25, 1.0)] == [0.0, 1.0, 0.25, 1.0]
+    for bad in (10**400, -(10**400), 2**63, 1.5, -0.1, float("nan"), float("inf"), True, "0.5", None):
+        with pytest.raises(InvalidMemory, match=r"^confidence must be a number from 0 to 1$"):
+            check_fraction("confidence", bad, error=InvalidMemory)
 
 
 def _nested(depth: int) -> str:
