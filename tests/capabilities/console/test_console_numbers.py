@@ -60,8 +60,8 @@ async def test_a_form_whose_content_length_is_not_a_number_is_a_400(
             "/login",
             content=b"csrf_token=x&token=y",
             headers={
-                "content-type": "application/x-www-form-urlencoded",
-                "content-length": declared.encode("utf-8"),
+                b"content-type": b"application/x-www-form-urlencoded",
+                b"content-length": declared.encode("utf-8"),
             },
         )
     assert answer.status_code == 400, answer.text[:300]
