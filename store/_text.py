@@ -11,7 +11,8 @@
 - :func:`parse_json`: a JSON document from a body, a flag or a model's answer: strict JSON (no
   ``NaN``), nested at most :data:`MAX_JSON_DEPTH` deep. ``json.loads`` raises ``RecursionError``,
   not ``ValueError``, on ``[[[[...]]]]`` a few thousand deep, and shallower nesting still reaches
-  recursive code downstream (pydantic, ``json.dumps``, redaction), so both are refused here.
+  recursive code downstream (pydantic, ``json.dumps``, redaction), so both are refused here;
+  :func:`check_depth` is the same limit for JSON another library decoded (MCP arguments).
 - :func:`check_label`: an ID or a name: a letter or digit, then letters, digits, ``.``, ``_``,
   ``:``, ``-``, at most :data:`MAX_LABEL_CHARS` in all. Shapes are checked with
   :func:`re.fullmatch`: ``re.match(r"^...$")`` would accept a trailing newline, and ``"M-1\\n"``
@@ -35,6 +36,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_LABEL_CHARS",
     "TEXT_PATTERN",
+    "check_depth",
     "check_fraction",
     "check_int",
     "check_label",
@@ -164,8 +166,20 @@ def parse_json(
         raise error(f"{name} is nested more than {max_depth} levels deep") from None
     except ValueError:  # JSONDecodeError, UnicodeDecodeError, and NaN or Infinity
         raise error(f"{name} is not valid JSON") from None
-    # Iterative, so the check cannot itself run out of stack.
-    pending: list[tuple[Any, int]] = [(value, 1)]
+    check_depth(name, value, max_depth=max_depth, error=error)
+    return value
+
+
+def check_depth(
+    name: str,
+    value: object,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    error: type[InvalidArgument] = InvalidArgument,
+) -> None:
+    """``error`` when ``value`` nests lists and dicts more than ``max_depth`` deep (for values
+    already decoded by someone else, such as the MCP SDK); iterative, so it cannot overflow itself."""
+    pending: list[tuple[object, int]] = [(value, 1)]
     while pending:
         item, depth = pending.pop()
         if isinstance(item, dict | list):
@@ -173,7 +187,6 @@ def parse_json(
                 raise error(f"{name} is nested more than {max_depth} levels deep")
             children = item.values() if isinstance(item, dict) else item
             pending.extend((child, depth + 1) for child in children)
-    return value
 
 
 def _not_json(constant: str) -> Any:
