@@ -9,6 +9,8 @@ the actor and its credential (the token's ID over HTTP, ``"local"`` over stdio).
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -22,7 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
 from capabilities.auth import issue_agent_token
-from capabilities.policy import ACCESS
+from capabilities.policy import ACCESS, policy_tool_names
 from capabilities.services import Services
 from store import ProjectPaths, Store
 from store.events import LOCAL_CREDENTIAL
@@ -30,6 +32,7 @@ from tests.capabilities.api_helpers import running_api
 from tests.capabilities.http_helpers import body, mcp_client
 from tests.helpers import project_snapshot
 from tests.store.work_helpers import DIFF, DIFF_V2, new_task
+from tests.test_layout import REPO
 
 pytestmark = pytest.mark.anyio
 
@@ -214,6 +217,50 @@ async def test_an_implementer_token_over_streamable_http(
     assert (event["actor"], event["credential_id"]) == ("implementer-1", issued.record.id)
 
 
+async def test_an_implementer_token_records_and_replaces_only_its_own_memory(
+    services: Services, store: Store, project: ProjectPaths
+) -> None:
+    decision = store.memory.record(
+        scope="project", kind="decision", title="Keep v1", body_md="Decided.", actor="operator"
+    )
+    mine = issue_agent_token(store, name="i1", agent_id="implementer-1", actor="operator")
+    theirs = issue_agent_token(store, name="i2", agent_id="implementer-2", actor="operator")
+    note = {"scope": "project", "kind": "fact", "title": "Cursor paging", "body_md": "Opaque cursors."}
+    async with running_api(services) as api:
+        async with mcp_client(api.address, mine.token) as client:
+            entry = answered(await client.call_tool("memory.record", note))["entry"]
+            replaced = answered(
+                await client.call_tool("memory.record", {**note, "memory_id": entry["id"], "body_md": "v2"})
+            )["entry"]
+            assert (replaced["id"], replaced["body_md"], replaced["status"]) == (entry["id"], "v2", "active")
+            before = project_snapshot(project)
+            # Not the operator's decision, no lifecycle state of its own, no curation.
+            refused(await client.call_tool("memory.record", {**note, "memory_id": decision.id}))
+            refused(await client.call_tool("memory.record", {**note, "status": "archived"}))
+            refused(
+                await client.call_tool("memory.record", {**note, "memory_id": entry["id"], "status": "stale"})
+            )
+            refused(
+                await client.call_tool("memory.mark_stale", {"memory_id": entry["id"], "reason_md": "old"})
+            )
+            assert project_snapshot(project) == before
+        async with mcp_client(api.address, theirs.token) as client:
+            refused(await client.call_tool("memory.record", {**note, "memory_id": entry["id"]}))
+            assert project_snapshot(project) == before
+    assert store.memory.get(decision.id).body_md == "Decided."
+    assert store.memory.get(entry["id"]).body_md == "v2"
+
+    def writers(conn: sqlite3.Connection) -> dict[str, str]:
+        rows = conn.execute("SELECT id, written_by FROM memory_entries").fetchall()
+        return {str(row[0]): str(row[1]) for row in rows}
+
+    assert store.db.read(writers) == {decision.id: "operator:operator", entry["id"]: "agent:implementer-1"}
+    recorded = [e for e in store.event_feed.after(0, limit=500) if e.type.startswith("memory.")]
+    assert {(e.actor, e.credential_id) for e in recorded if e.payload.get("memory_id") == entry["id"]} == {
+        ("implementer-1", mine.record.id)
+    }
+
+
 # -- stdio ------------------------------------------------------------------------------------------
 
 
@@ -280,3 +327,54 @@ def test_mcp_stdio_refuses_an_agent_that_cannot_act(project: ProjectPaths, agent
     assert agent in plain.stderr and says in plain.stderr
     assert plain.stdout == ""  # nothing that an MCP client could mistake for a server
     assert project_snapshot(project) == before
+
+
+# -- the published table ---------------------------------------------------------------------------
+
+_ROW = re.compile(r"^\|(.+)\|\s*$")
+
+
+def _table(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The header cells and the rows (by the backticked tool name in the first cell) of the first
+    Markdown table whose header names a roster role."""
+    header: list[str] = []
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        found = _ROW.match(line.strip())
+        if found is None:
+            if header and rows:
+                break
+            continue
+        cells = [cell.strip() for cell in found.group(1).split("|")]
+        if not header:
+            if any(role in cells for role in ("Implementer", "Reviewer")):
+                header = cells
+            continue
+        name = re.search(r"`([a-z_]+\.[a-z_]+)`", cells[0])
+        if name is not None:
+            rows[name.group(1)] = cells
+    return header, rows
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: capabilities/policy.py says docs/agents.md publishes ACCESS and that a test checks "
+    "the two agree (CONTRACTS: 'a table in docs/'); docs/agents.md does not exist and no doc has the table",
+)
+def test_the_role_by_tool_table_is_published_in_docs() -> None:
+    page = REPO / "docs" / "agents.md"
+    assert page.is_file(), f"{page} is missing"
+    header, rows = _table(page.read_text(encoding="utf-8"))
+    assert header, "no role-by-tool table in docs/agents.md"
+    columns = {role: header.index(role) for role in ACCESS if role in header}
+    assert set(columns) == set(ACCESS), (header, sorted(ACCESS))
+    assert set(rows) == set(policy_tool_names())
+    for tool, cells in rows.items():
+        for role, column in columns.items():
+            reach = ACCESS[role].get(tool)
+            cell = cells[column].strip("` ")
+            assert (cell == str(reach)) if reach is not None else cell not in {"any", "own", "bound"}, (
+                tool,
+                role,
+                cell,
+            )
