@@ -16,17 +16,20 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
 from capabilities.auth import issue_agent_token
 from capabilities.policy import ACCESS, policy_tool_names
 from capabilities.services import Services
 from store import ProjectPaths, Store
+from store._ids import utc_now
 from store.events import LOCAL_CREDENTIAL
 from tests.capabilities.api_helpers import running_api
 from tests.capabilities.http_helpers import body, mcp_client
@@ -164,6 +167,29 @@ async def test_a_reviewer_token_is_refused_every_tool_outside_its_toolset(
             # The policy refuses before the arguments are even parsed.
             refused(await client.call_tool(name, {"proposal_id": world.proposal_id}))
         assert project_snapshot(project) == before
+
+
+async def test_a_revoked_or_expired_agent_token_is_refused_on_the_next_call(
+    services: Services, store: Store, project: ProjectPaths
+) -> None:
+    world = seed(store)
+    revoked = issue_agent_token(store, name="r1", agent_id="reviewer-1", actor="operator")
+    short = issue_agent_token(store, name="r2", agent_id="reviewer-2", actor="operator", ttl_seconds=60)
+    async with running_api(services) as api:
+        async with mcp_client(api.address, revoked.token) as client:
+            assert not (await client.call_tool("proposal.get", {"proposal_id": world.proposal_id})).is_error
+            store.grants.revoke_token(revoked.record.id, actor="operator")
+            before = project_snapshot(project)
+            with pytest.raises(MCPError):
+                await client.call_tool("vote.cast", cast_args(world.proposal_id))
+            assert project_snapshot(project) == before
+        async with mcp_client(api.address, short.token) as client:
+            assert not (await client.call_tool("proposal.get", {"proposal_id": world.proposal_id})).is_error
+            # Expiry comes from moving the store's clock, never from waiting.
+            store.grants.clock = lambda: utc_now() + timedelta(seconds=61)
+            with pytest.raises(MCPError):
+                await client.call_tool("vote.cast", cast_args(world.proposal_id))
+    assert vote_rows(store, world.proposal_id) == []
 
 
 # -- implementer ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from capabilities.auth import issue_agent_token
 from capabilities.services import Services
 from tests.capabilities.api_helpers import running_api, seed_review, table_counts
-from tests.capabilities.console.test_console_http import browser_like, log_in
+from tests.capabilities.console.test_console_http import browser_like, csrf_of, log_in
 
 pytestmark = pytest.mark.anyio
 
@@ -63,3 +63,24 @@ async def test_a_revoked_agent_token_is_refused_too(services: Services) -> None:
         assert answer.status_code == 401
         assert "rt_session" not in client.cookies
         assert table_counts(api.store, "console_sessions") == before
+
+
+async def test_console_changes_record_the_operator_token_of_the_session(services: Services) -> None:
+    store = services.store
+    issued = store.grants.mint_token(name="alice", actor="operator")
+    entry = store.memory.record(scope="project", kind="fact", title="t", body_md="b", actor="operator")
+    async with running_api(services, token=issued.token) as api, browser_like(api) as client:
+        await log_in(client, issued.token)
+        csrf = csrf_of((await client.get(f"/memories/{entry.id}")).text)
+        done = await client.post(f"/memories/{entry.id}/action", data={"action": "pin", "csrf_token": csrf})
+        assert done.status_code == 303, done.text
+
+    def read(conn: sqlite3.Connection) -> list[tuple[str, str, str, str]]:
+        rows = conn.execute(
+            "SELECT a.action, a.actor, a.credential_id, e.credential_id FROM audit_log a"
+            " JOIN events e ON e.id = a.event_id WHERE a.target_id = ? ORDER BY a.id",
+            (entry.id,),
+        ).fetchall()
+        return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+    assert store.db.read(read) == [("memory.pin", "alice", issued.record.id, issued.record.id)]

@@ -15,6 +15,7 @@ from store import ProjectPaths, open_store
 from store.access import TokenKind, TokenRecord
 from store.access._tokens import parse_time
 from store.errors import Unauthenticated
+from store.events import LOCAL_CREDENTIAL
 from tests.helpers import project_snapshot
 from tests.supervisor.cli.test_access_cmd import run
 from tests.test_layout import REPO
@@ -55,6 +56,7 @@ def test_token_create_with_agent_prints_the_operator_shape_plus_agent_id(
         ]
         assert event.type == "operator_token.created"
         assert event.payload["agent_id"] == "reviewer-1"
+        assert (event.actor, event.credential_id) == ("operator", LOCAL_CREDENTIAL)  # the CLI: no token
     finally:
         store.close()
     assert agent["token"] not in repr(project_snapshot(project))
