@@ -102,8 +102,8 @@ def principal_from_record(
 ) -> Principal:
     """The principal a verified grant, operator token or agent token stands for.
 
-    An agent token's role is the agent's roster role (``roster``, the project's ``[agents]``), read
-    when the token is used, so changing the roster changes what the token may do at once.
+    An agent token's role is the agent's roster role (``roster``, the ``[agents]`` the service opened
+    with), looked up on every use: a service restarted without the agent refuses its tokens.
     """
     if isinstance(record, TokenRecord):
         if record.agent_id is None:

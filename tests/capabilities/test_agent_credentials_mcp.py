@@ -382,11 +382,6 @@ def _table(text: str) -> tuple[list[str], dict[str, list[str]]]:
     return header, rows
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: capabilities/policy.py says docs/agents.md publishes ACCESS and that a test checks "
-    "the two agree (CONTRACTS: 'a table in docs/'); docs/agents.md does not exist and no doc has the table",
-)
 def test_the_role_by_tool_table_is_published_in_docs() -> None:
     page = REPO / "docs" / "agents.md"
     assert page.is_file(), f"{page} is missing"

