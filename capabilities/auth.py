@@ -7,9 +7,11 @@
   grant (a launch socket serves its own launch and nobody else);
 - :class:`BearerAuthMiddleware` guards the HTTP paths that need a caller (``/mcp``, ``/api``):
   exactly one ``Authorization: Bearer <token>`` header, no token-like query parameter, else a
-  401 ``{"error": {"code": "unauthenticated", ...}}``. On success it puts the principal at
-  ``scope["roundtable.principal"]`` (where the MCP server and the HTTP API read it) and drops the
-  header from the scope it passes on, so nothing downstream can log or echo the token.
+  401 ``{"error": {"code": "unauthenticated", ...}}`` whose ``WWW-Authenticate`` challenge points
+  at the protected-resource metadata (RFC 9728, :data:`PROTECTED_RESOURCE_METADATA_PATH`). On
+  success it puts the principal at ``scope["roundtable.principal"]`` (where the MCP server and
+  the HTTP API read it) and drops the header from the scope it passes on, so nothing downstream
+  can log or echo the token.
 
 Every HTTP request is authenticated afresh, so a grant revoked or expired between two tool calls
 refuses the second one with 401.
@@ -36,6 +38,7 @@ from store.errors import InvalidArgument, Unauthenticated, error_body
 __all__ = [
     "DEFAULT_GRANT_TTL_SECONDS",
     "PRINCIPAL_SCOPE_KEY",
+    "PROTECTED_RESOURCE_METADATA_PATH",
     "TOKEN_QUERY_PARAMETERS",
     "Authenticator",
     "BearerAuthMiddleware",
@@ -43,6 +46,7 @@ __all__ = [
     "issue_agent_token",
     "issue_capability",
     "principal_from_record",
+    "request_base_url",
 ]
 
 TOKEN_QUERY_PARAMETERS = frozenset(
@@ -52,6 +56,13 @@ TOKEN_QUERY_PARAMETERS = frozenset(
 
 # The whole value, with fullmatch: "^...$" with match would let a trailing newline through.
 _BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]+)", re.IGNORECASE)
+PROTECTED_RESOURCE_METADATA_PATH = "/.well-known/oauth-protected-resource"
+"""Where the RFC 9728 metadata is served; ``/mcp``'s own document is this path plus ``/mcp``."""
+
+# A Host header worth echoing into a challenge or a document: a name or IP literal, an optional port.
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::[0-9]{1,5})?"
+)
 _OPTIONAL_WHITESPACE = " \t"  # what HTTP allows around a field value (RFC 9110, 5.6.3); not CR or LF
 _log = structlog.get_logger("roundtable.auth")
 
@@ -100,8 +111,8 @@ def principal_from_record(
 ) -> Principal:
     """The principal a verified grant, operator token or agent token stands for.
 
-    An agent token's role is the agent's roster role (``roster``, the project's ``[agents]``), read
-    when the token is used, so changing the roster changes what the token may do at once.
+    An agent token's role is the agent's roster role (``roster``, the ``[agents]`` the service opened
+    with), looked up on every use: a service restarted without the agent refuses its tokens.
     """
     if isinstance(record, TokenRecord):
         if record.agent_id is None:
@@ -156,9 +167,8 @@ class Authenticator:
 
 def bearer_token(headers: Sequence[tuple[bytes, bytes]], query_string: bytes) -> str:
     """The token of a request: exactly one ``Authorization: Bearer`` header, none in the query."""
-    for key, _ in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
-        if key.strip().lower() in TOKEN_QUERY_PARAMETERS:
-            raise Unauthenticated("tokens are accepted only in the Authorization header, never in the URL")
+    if _token_in_query(query_string):
+        raise Unauthenticated("tokens are accepted only in the Authorization header, never in the URL")
     values = [value for name, value in headers if name.lower() == b"authorization"]
     if not values:
         raise Unauthenticated("missing Authorization: Bearer header")
@@ -168,6 +178,11 @@ def bearer_token(headers: Sequence[tuple[bytes, bytes]], query_string: bytes) ->
     if match is None:
         raise Unauthenticated("malformed Authorization header; expected 'Bearer <token>'")
     return match.group(1)
+
+
+def _token_in_query(query_string: bytes) -> bool:
+    pairs = parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)
+    return any(key.strip().lower() in TOKEN_QUERY_PARAMETERS for key, _ in pairs)
 
 
 def _guarded(path: str, prefixes: Sequence[str]) -> bool:
@@ -219,6 +234,45 @@ class BearerAuthMiddleware:
         await self.app(child, receive, send)
 
 
+def request_base_url(scope: Scope) -> str:
+    """``scheme://host[:port]`` of a request: its ``Host`` header, else the address it arrived on.
+
+    A ``Host`` that is not a plain name or IP literal with an optional port is ignored (the URL is
+    echoed into a header and a JSON document); a request on a Unix socket without one gets
+    ``localhost``, which is what HTTP clients on a socket send.
+    """
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    hosts = [value for name, value in scope.get("headers", []) if name.lower() == b"host"]
+    if len(hosts) == 1 and _HOST.fullmatch(host := hosts[0].decode("latin-1")):
+        return f"{scheme}://{host}"
+    server = scope.get("server")
+    if isinstance(server, tuple | list) and len(server) == 2 and isinstance(server[1], int):
+        host, port = str(server[0]), server[1]
+        host = f"[{host}]" if ":" in host else host
+        if _HOST.fullmatch(host):
+            default = 443 if scheme == "https" else 80
+            return f"{scheme}://{host}" + ("" if port == default else f":{port}")
+    return f"{scheme}://localhost"
+
+
+def _challenge(scope: Scope) -> bytes:
+    """The ``WWW-Authenticate`` value of a 401: where the metadata is, and why (RFC 6750, 3.1)."""
+    metadata = f"{request_base_url(scope)}{PROTECTED_RESOURCE_METADATA_PATH}/mcp"
+    challenge = f'Bearer realm="roundtable", resource_metadata="{metadata}"'
+    headers, query = scope.get("headers", []), scope.get("query_string", b"")
+    try:
+        bearer_token(headers, query)
+    except Unauthenticated:
+        # No credentials (or another scheme's) get no error code; a botched bearer attempt does.
+        values = [value for name, value in headers if name.lower() == b"authorization"]
+        botched = len(values) > 1 or any(value.strip()[:6].lower() == b"bearer" for value in values)
+        if botched or _token_in_query(query):
+            challenge += ', error="invalid_request"'
+    else:
+        challenge += ', error="invalid_token"'  # well-formed, but unknown, expired or revoked
+    return challenge.encode("latin-1")
+
+
 async def _refuse(scope: Scope, send: Send, exc: Unauthenticated) -> None:
     if scope["type"] != "http":
         await send({"type": "websocket.close", "code": 1008})
@@ -231,7 +285,7 @@ async def _refuse(scope: Scope, send: Send, exc: Unauthenticated) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="roundtable"'),
+                (b"www-authenticate", _challenge(scope)),
                 (b"cache-control", b"no-store"),
             ],
         }

@@ -12,7 +12,7 @@ from pathlib import Path
 from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
 from store._oracle import MAX_CITATIONS, MAX_EVIDENCE, MAX_EVIDENCE_LINE, MAX_EVIDENCE_TEXT, OracleStore
 from store._project import ProjectPaths, find_project_root, init_project
-from store._text import TEXT_PATTERN, parse_decimal
+from store._text import MAX_JSON_DEPTH, TEXT_PATTERN, check_depth, check_int, parse_decimal, parse_json
 from store.access import ConsoleSessions, GrantRecord, GrantStore
 from store.config import ProjectConfig, package_version
 from store.db import Database, apply_migrations
@@ -45,6 +45,7 @@ __all__ = [
     "MAX_EVIDENCE",
     "MAX_EVIDENCE_LINE",
     "MAX_EVIDENCE_TEXT",
+    "MAX_JSON_DEPTH",
     "MAX_REASON_CHARS",
     "TEXT_PATTERN",
     "ArtifactMismatch",
@@ -89,12 +90,15 @@ __all__ = [
     "WorkspaceStore",
     "append_event",
     "apply_migrations",
+    "check_depth",
+    "check_int",
     "find_project_root",
     "init_project",
     "list_events",
     "open_store",
     "package_version",
     "parse_decimal",
+    "parse_json",
     "patch_relative_path",
 ]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from store._oracle import WARNING_EVENT
 from store._rows import as_dict
-from store._text import check_text
+from store._text import check_int, check_text
 from store.db import Database
 from store.errors import InvalidArgument, NotFound
 from store.events import Committed, IdempotencyClaim, append_audit, append_event, commit
@@ -91,9 +91,8 @@ def warning_verdict(latest: Iterable[tuple[int, str]]) -> str | None:
 
 
 def _check_event_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgument("warning_event_id must be a positive integer")
-    return value
+    # Bounded above too: an ID past SQLite's 64-bit range would fail in the driver (a crash, not a 400).
+    return check_int("warning_event_id", value, minimum=1)
 
 
 def _check_verdict(value: object) -> Verdict:

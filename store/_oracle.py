@@ -25,12 +25,11 @@ without them has exactly the contract's fields.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from store._text import check_int, check_text
+from store._text import check_fraction, check_int, check_text
 from store.access import PROJECT_SCOPE, GrantRecord, require_live_grant
 from store.config import ProjectConfig
 from store.db import Database
@@ -186,14 +185,7 @@ def _check_citations(memory_ids: object, event_ids: object) -> tuple[list[str], 
 
 
 def _check_confidence(confidence: object) -> float | None:
-    if confidence is None:
-        return None
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise InvalidArgument("confidence must be a number between 0 and 1")
-    value = float(confidence)
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise InvalidArgument("confidence must be a number between 0 and 1")
-    return value
+    return None if confidence is None else check_fraction("confidence", confidence)
 
 
 def _check_evidence_item(index: int, raw: object) -> dict[str, Any]:

@@ -5,7 +5,14 @@
   characters other than tab, newline and carriage return. Control characters are refused rather
   than stored because they reach terminals and the console (cursor moves, screen clears).
 - :func:`check_int`: an integer (never a bool) within bounds that default to SQLite's 64-bit range.
+- :func:`check_fraction`: a number from 0 to 1, compared before it becomes a float (``float(10**400)``
+  raises ``OverflowError``).
 - :func:`parse_decimal`: digits from a header, a form or a path, ASCII only (not ``str.isdigit``).
+- :func:`parse_json`: a JSON document from a body, a flag or a model's answer: strict JSON (no
+  ``NaN``), nested at most :data:`MAX_JSON_DEPTH` deep. ``json.loads`` raises ``RecursionError``,
+  not ``ValueError``, on ``[[[[...]]]]`` a few thousand deep, and shallower nesting still reaches
+  recursive code downstream (pydantic, ``json.dumps``, redaction), so both are refused here;
+  :func:`check_depth` is the same limit for JSON another library decoded (MCP arguments).
 - :func:`check_label`: an ID or a name: a letter or digit, then letters, digits, ``.``, ``_``,
   ``:``, ``-``, at most :data:`MAX_LABEL_CHARS` in all. Shapes are checked with
   :func:`re.fullmatch`: ``re.match(r"^...$")`` would accept a trailing newline, and ``"M-1\\n"``
@@ -17,24 +24,33 @@ that carries its route's code (``error=``).
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from store.errors import InvalidArgument
 
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "MAX_JSON_DEPTH",
     "MAX_LABEL_CHARS",
     "TEXT_PATTERN",
+    "check_depth",
+    "check_fraction",
     "check_int",
     "check_label",
     "check_text",
     "is_label",
     "parse_decimal",
+    "parse_json",
 ]
 
 MAX_LABEL_CHARS = 200
 """The longest ID, agent name, scope label or token name."""
+
+MAX_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects a caller's JSON may have."""
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -115,6 +131,14 @@ def check_int(
     return value
 
 
+def check_fraction(name: str, value: object, *, error: type[InvalidArgument] = InvalidArgument) -> float:
+    """``value`` (an int or a float, never a bool or NaN) as a float from 0 to 1, or ``error``."""
+    # Compared first: NaN fails the comparison, and an int too large for a float never reaches float().
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise error(f"{name} must be a number from 0 to 1")
+    return float(value)
+
+
 def parse_decimal(text: str) -> int | None:
     """``text`` as a non-negative integer if it is 1 to 18 ASCII digits, else ``None``.
 
@@ -122,3 +146,48 @@ def parse_decimal(text: str) -> int | None:
     Eighteen digits always fit SQLite's 64-bit integers.
     """
     return int(text) if _DECIMAL.fullmatch(text) else None
+
+
+def parse_json(
+    name: str,
+    raw: str | bytes,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    error: type[InvalidArgument] = InvalidArgument,
+) -> Any:
+    """``raw`` (text, or bytes in UTF-8) as a JSON value, or ``error`` saying why not.
+
+    Refused: anything that is not strict JSON (``NaN`` and ``Infinity`` included), and arrays and
+    objects nested more than ``max_depth`` deep, however deep (never a ``RecursionError``).
+    """
+    try:
+        value = json.loads(raw, parse_constant=_not_json)
+    except RecursionError:
+        raise error(f"{name} is nested more than {max_depth} levels deep") from None
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError, and NaN or Infinity
+        raise error(f"{name} is not valid JSON") from None
+    check_depth(name, value, max_depth=max_depth, error=error)
+    return value
+
+
+def check_depth(
+    name: str,
+    value: object,
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    error: type[InvalidArgument] = InvalidArgument,
+) -> None:
+    """``error`` when ``value`` nests lists and dicts more than ``max_depth`` deep (for values
+    already decoded by someone else, such as the MCP SDK); iterative, so it cannot overflow itself."""
+    pending: list[tuple[object, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > max_depth:
+                raise error(f"{name} is nested more than {max_depth} levels deep")
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")

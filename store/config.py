@@ -200,11 +200,15 @@ def load_config(path: Path) -> ProjectConfig:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return ProjectConfig()
+    except UnicodeDecodeError:
+        raise InvalidArgument(f"{path}: not UTF-8 text") from None
     try:
         data = tomllib.loads(raw)
         return ProjectConfig.model_validate(data)
     except tomllib.TOMLDecodeError as exc:
         raise InvalidArgument(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError:  # tomllib recurses into nested arrays and inline tables
+        raise InvalidArgument(f"{path}: arrays or tables nested too deeply") from None
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
         raise InvalidArgument(f"{path}: {problems}") from exc

@@ -23,8 +23,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from capabilities.services import Services
+from store import parse_decimal
 from store.access import ConsoleSession, TokenKind, TokenRecord
-from store.errors import Forbidden, Unauthenticated
+from store.errors import Forbidden, InvalidArgument, Unauthenticated
 
 __all__ = [
     "LOGIN_COOKIE",
@@ -63,7 +64,11 @@ class ConsoleAuth:
     async def form(self, request: Request) -> dict[str, str]:
         """The submitted form (bounded), after the same-origin check."""
         check_origin(request)
-        if int(request.headers.get("content-length") or 0) > _MAX_FORM_BYTES:
+        declared = request.headers.get("content-length")
+        size = 0 if declared is None else parse_decimal(declared.strip(" \t"))  # int() takes "١٢", "1_0"
+        if size is None:
+            raise InvalidArgument("Content-Length must be a decimal number")
+        if size > _MAX_FORM_BYTES:
             raise Forbidden("the form is too large")
         form = await request.form(max_files=0, max_fields=50)
         return {key: value for key, value in form.items() if isinstance(value, str)}

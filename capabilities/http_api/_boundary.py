@@ -8,7 +8,8 @@
   nonblank (400 ``invalid_argument`` when missing or blank) and equal to the token's name (an
   operator's, or an agent token's agent; 403 ``forbidden`` otherwise: the header never decides
   who acts), the JSON body (an object, at most
-  :data:`MAX_BODY_BYTES`, no NaN/Infinity, no unpaired surrogates) and the ``Idempotency-Key``
+  :data:`MAX_BODY_BYTES`, read by :func:`store.parse_json`: no NaN/Infinity, nested at most
+  :data:`store.MAX_JSON_DEPTH` deep; no unpaired surrogates) and the ``Idempotency-Key``
   claim, whose request hash covers the method, path, query and canonical body;
 - query parameter parsers that answer 400 ``invalid_argument`` instead of raising.
 """
@@ -27,6 +28,7 @@ from starlette.requests import Request
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
 from capabilities.policy import is_allowed
 from capabilities.principals import Principal, PrincipalKind
+from store import check_int, parse_json
 from store.errors import Forbidden, InvalidArgument, Unauthenticated
 from store.events import IdempotencyClaim
 
@@ -88,13 +90,8 @@ class MutationContext:
     principal: Principal
 
 
-def _reject_constant(name: str) -> Any:
-    raise InvalidArgument(f"the request body holds {name}, which is not JSON")
-
-
-def _check_strings(value: Any, depth: int = 0) -> None:
-    if depth > 64:
-        raise InvalidArgument("the request body is nested too deeply")
+def _check_strings(value: Any) -> None:
+    # Recursive, but parse_json has bounded the depth already (MAX_JSON_DEPTH).
     if isinstance(value, str):
         try:
             value.encode("utf-8")
@@ -102,11 +99,11 @@ def _check_strings(value: Any, depth: int = 0) -> None:
             raise InvalidArgument("the request body holds an unpaired surrogate") from None
     elif isinstance(value, list):
         for item in value:
-            _check_strings(item, depth + 1)
+            _check_strings(item)
     elif isinstance(value, dict):
         for key, item in value.items():
-            _check_strings(key, depth + 1)
-            _check_strings(item, depth + 1)
+            _check_strings(key)
+            _check_strings(item)
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -120,10 +117,7 @@ async def _json_body(request: Request) -> dict[str, Any]:
     raw = b"".join(chunks)
     if not raw.strip():
         return {}
-    try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise InvalidArgument("the request body is not valid JSON") from None
+    value = parse_json("the request body", raw)  # strict JSON, nested at most MAX_JSON_DEPTH deep
     if not isinstance(value, dict):
         raise InvalidArgument("the request body must be a JSON object")
     _check_strings(value)
@@ -210,7 +204,7 @@ def query_int(request: Request, name: str, *, default: int | None = None) -> int
         return default
     if not re.fullmatch(r"[+-]?[0-9]{1,19}", text.strip()):
         raise InvalidArgument(f"query parameter {name!r} must be an integer")
-    return int(text)
+    return check_int(name, int(text))  # 19 digits can pass SQLite's 64-bit range
 
 
 def query_bool(request: Request, name: str) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from store import check_depth
 from store.errors import InvalidArgument
 
 if TYPE_CHECKING:
@@ -61,7 +62,12 @@ class ToolSpec:
         return schema
 
     def parse(self, arguments: dict[str, Any] | None) -> ToolArgs:
-        """Validate raw arguments, turning pydantic's errors into ``invalid_argument``."""
+        """Validate raw arguments, turning pydantic's errors into ``invalid_argument``.
+
+        Arguments nested past :data:`store.MAX_JSON_DEPTH` are refused first, as an HTTP body is
+        (the SDK's JSON parser lets about 200 levels through to recursive code).
+        """
+        check_depth(f"the argument object of {self.name}", arguments)
         try:
             return self.args_model.model_validate(arguments or {})
         except ValidationError as exc:

@@ -3,7 +3,8 @@
 :class:`WebService` owns the two long-lived tasks (the event poller of the live stream and the
 resynthesis worker) and starts them from :meth:`WebService.lifespan`, which the Starlette app
 enters once; :func:`build_service_app` assembles the whole application (MCP at ``/mcp`` from
-:func:`capabilities.serving._transports.build_asgi_app`, then the API mount, then the console).
+:func:`capabilities.serving._transports.build_asgi_app`, its protected-resource metadata from
+:mod:`capabilities.serving._resource_metadata`, then the API mount, then the console).
 
 Resynthesis: with the ``lexical`` provider configured (the default), the worker fulfils each
 request as soon as it is recorded, deterministically. Any other provider is reached through the
@@ -28,6 +29,7 @@ from starlette.types import Scope
 from capabilities.console import CONSOLE_ROUTES
 from capabilities.http_api import EXCEPTION_HANDLERS, ApiState, EventBroadcaster, api_routes
 from capabilities.services import Services
+from capabilities.serving._resource_metadata import RESOURCE_METADATA_ROUTES
 from capabilities.serving._transports import build_asgi_app
 from store.config import EMBEDDED_PROVIDERS, ProviderName
 from store.errors import RoundtableError
@@ -158,11 +160,12 @@ def build_service_app(
     extra_routes: Sequence[BaseRoute] = (),
     allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
-    """The whole ``roundtable serve`` application: ``/mcp``, ``/api/v1`` and the console."""
+    """The whole ``roundtable serve`` application: ``/mcp`` with its protected-resource metadata
+    (unauthenticated, under ``/.well-known``), ``/api/v1`` and the console."""
     service = web or WebService(services)
     app = build_asgi_app(
         services,
-        extra_routes=[*extra_routes, *service.routes()],
+        extra_routes=[*RESOURCE_METADATA_ROUTES, *extra_routes, *service.routes()],
         extra_lifespans=[service.lifespan],
         allowed_hosts=allowed_hosts,
     )

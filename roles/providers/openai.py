@@ -22,6 +22,10 @@ from roles.tools import ToolCaller, ToolCallError
 
 __all__ = ["ChatGateway", "GatewayRefused", "ToolDescription", "run_openai"]
 
+_MAX_ARGUMENT_DEPTH = 64
+"""The store's ``MAX_JSON_DEPTH``, repeated (roles import nothing of ours): deeper arguments from
+a model would crash the MCP client sending them, or be refused by the server's JSON parser."""
+
 
 class GatewayRefused(Exception):
     """The model gateway refused a request; ``reason`` is its error code (``model_unavailable``,
@@ -116,11 +120,8 @@ async def _run_call(
         body: dict[str, Any] = {"error": {"code": "forbidden", "message": "no such tool for this role"}}
     else:
         try:
-            arguments = json.loads(function.get("arguments") or "{}")
-            if not isinstance(arguments, dict):
-                raise ValueError("arguments must be a JSON object")
-            body = await tools.call(name, arguments)
-        except (ValueError, json.JSONDecodeError) as exc:
+            body = await tools.call(name, _arguments(function.get("arguments")))
+        except ValueError as exc:
             body = {"error": {"code": "invalid_argument", "message": f"arguments are not valid JSON: {exc}"}}
         except ToolCallError as exc:
             body = {"error": {"code": exc.code, "message": exc.message}}
@@ -130,3 +131,22 @@ async def _run_call(
             if name == "memory.record" and "entry" in body and body["entry"].get("kind") == "summary":
                 report.summary_memory_id = str(body["entry"]["id"])
     return {"role": "tool", "tool_call_id": call_id, "content": json.dumps(body)[:60_000]}
+
+
+def _arguments(text: object) -> dict[str, Any]:
+    """A tool call's arguments as the model wrote them, or ``ValueError`` saying why not."""
+    try:
+        arguments = json.loads(text or "{}") if isinstance(text, str | None) else text
+    except RecursionError:  # "[[[[...": json.loads does not say ValueError here
+        raise ValueError(f"nested more than {_MAX_ARGUMENT_DEPTH} levels deep") from None
+    if not isinstance(arguments, dict):
+        raise ValueError("arguments must be a JSON object")
+    pending: list[tuple[Any, int]] = [(arguments, 1)]
+    while pending:  # iterative: the check cannot run out of stack itself
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth > _MAX_ARGUMENT_DEPTH:
+                raise ValueError(f"nested more than {_MAX_ARGUMENT_DEPTH} levels deep")
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return arguments

@@ -348,6 +348,6 @@ class GrantStore:
             return grant_from_row(row)
         record = token_from_row(row)
         if record.agent_id is not None and record.agent_id not in self.roster:
-            # Taking an agent off the roster retires its tokens at once.
+            # Taking an agent off the roster retires its tokens (from the next start of the service).
             raise Unauthenticated(f"agent {record.agent_id!r} is no longer in the [agents] roster")
         return record

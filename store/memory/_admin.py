@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any
 
 from store._ids import utc_now_iso
-from store._text import check_text, is_label
+from store._text import check_text, is_label, parse_json
 from store.db import Database
 from store.errors import InvalidArgument, InvalidMemoryAction, MemoryAliasCycle
 from store.events import Committed, IdempotencyClaim, commit
@@ -55,8 +55,8 @@ def decode_cursor(cursor: str) -> tuple[str, str]:
     """The position a cursor stands for, or ``invalid_argument``."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        created_at, memory_id = json.loads(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        created_at, memory_id = parse_json("cursor", raw, max_depth=1)  # never a RecursionError
+    except (binascii.Error, ValueError, TypeError, InvalidArgument):
         raise InvalidArgument("cursor is not one this API returned") from None
     if not isinstance(created_at, str) or not isinstance(memory_id, str):
         raise InvalidArgument("cursor is not one this API returned")

@@ -23,12 +23,11 @@ builds its :class:`NewEntry` from two stored entries, already checked when they 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from store._text import INT64_MAX, MAX_LABEL_CHARS, check_int, check_label, check_text
+from store._text import INT64_MAX, MAX_LABEL_CHARS, check_fraction, check_int, check_label, check_text
 from store.errors import InvalidArgument, InvalidMemory
 from store.memory._checks import validate_checks
 from store.memory._redaction import redact, redact_json
@@ -160,14 +159,7 @@ def _as_given(text: str) -> str:
 
 
 def _unit(name: str, value: object, default: float | None, error: type[InvalidArgument]) -> float | None:
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise error(f"{name} must be a number from 0 to 1")
-    number = float(value)
-    if math.isnan(number) or not 0.0 <= number <= 1.0:
-        raise error(f"{name} must lie between 0 and 1")
-    return number
+    return default if value is None else check_fraction(name, value, error=error)
 
 
 def _optional_label(name: str, fields: Mapping[str, Any], error: type[InvalidArgument]) -> str | None:

@@ -48,11 +48,17 @@ def optional_filter(name: str, value: object) -> str | None:
     """A filter argument: ``None`` or ``""`` means not supplied."""
     if value is None or value == "":
         return None
-    if not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string")
-    if len(value) > MAX_LABEL_CHARS:
-        raise InvalidArgument(f"{name} is longer than {MAX_LABEL_CHARS} characters")
-    return value
+    # Stored values hold no control characters or unpaired surrogates, so neither can match; and a
+    # surrogate cannot even be bound as a SQL parameter.
+    return check_text(name, value, limit=MAX_LABEL_CHARS, blank_ok=True)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class MemoryStore:
@@ -91,6 +97,8 @@ class MemoryStore:
         text = query if isinstance(query, str) else ""
         if len(text) > MAX_QUERY_CHARS:
             raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
+        if not _encodable(text):
+            raise InvalidArgument("query is not valid Unicode (an unpaired surrogate)")
         scope_f = optional_filter("scope", scope)
         kind_f = optional_filter("kind", kind)
         count = check_int("limit", limit, default=10, minimum=-INT64_MAX)

@@ -25,7 +25,8 @@ __all__ = ["FileDiff", "Hunk", "HunkLine", "ParsedDiff", "check_repo_path", "dec
 
 REGULAR_MODES = frozenset({"100644", "100755"})
 MAX_PATH_CHARS = 4096
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+# ASCII digits: \d would take "١", which git does not.
+_HUNK_HEADER = re.compile(r"^@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? @@")
 _MODE_HEADERS = ("old mode ", "new mode ", "deleted file mode ", "new file mode ")
 _IGNORED_HEADERS = ("index ", "similarity index ", "dissimilarity index ")
 _OCTAL = re.compile(r"[0-7]{3}")

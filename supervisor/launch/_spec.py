@@ -23,6 +23,7 @@ from typing import Any
 
 from docker.types import LogConfig, Mount, Ulimit
 
+from store import check_int
 from store.config import ContainerConfig
 from store.errors import InvalidArgument
 from store.launches import LaunchStatus
@@ -61,7 +62,8 @@ LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Secrets reach a container only as the token file: refuse environment names that look like one.
 _SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api_?key|credential|private_?key)")
-_MEMORY = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*", re.IGNORECASE)
+# ASCII digits, and few enough that float() stays finite ("1" * 400 would be inf, then OverflowError).
+_MEMORY = re.compile(r"\s*([0-9]{1,15}(?:\.[0-9]{1,9})?)\s*([kmg]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
 
@@ -76,7 +78,7 @@ def parse_memory(text: str | int) -> int:
         value = int(float(match[1]) * _UNITS[match[2].lower()])
     if value < 6 * 1024**2:  # the engine's own minimum
         raise InvalidArgument(f"memory limit {text!r} is below the engine's minimum of 6m")
-    return value
+    return check_int("the memory limit in bytes", value)  # the engine takes a 64-bit integer
 
 
 def supervisor_id_for(project_root: Path) -> str:

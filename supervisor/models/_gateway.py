@@ -20,7 +20,6 @@ the server's address and status, never the API key.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from store import parse_decimal
+from store import parse_decimal, parse_json
 from store.config import OpenAIProviderConfig
 from store.errors import BudgetExhausted, InvalidArgument, ModelError, ModelUnavailable, RoundtableError
 
@@ -120,9 +119,9 @@ class ModelGateway:
         if body_bytes is None:
             return _error(InvalidArgument("the request is larger than 4 MiB"), 413)
         try:
-            body = json.loads(body_bytes)
-        except ValueError:
-            return _error(InvalidArgument("the request is not JSON"))
+            body = parse_json("the request", body_bytes)
+        except InvalidArgument as exc:  # not JSON, or nested past MAX_JSON_DEPTH (never a 500)
+            return _error(exc)
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(InvalidArgument("a chat-completions request needs a messages list"))
         async with self._lock:
@@ -155,9 +154,9 @@ class ModelGateway:
                     ModelUnavailable(f"the model server at {server} failed: {type(exc).__name__}")
                 )
             try:
-                answer = response.json()
-            except ValueError:
-                answer = None
+                answer = parse_json("the answer", response.content)
+            except InvalidArgument:
+                answer = None  # not a chat completion either: a model_error below
             if response.status_code != 200:
                 return self._fail(ModelError(f"the model server at {server} answered {response.status_code}"))
             if not _is_completion(answer):

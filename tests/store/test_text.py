@@ -1,10 +1,20 @@
-"""The store's one rule for text, labels, integers and decimal strings."""
+"""The store's one rule for text, labels, integers, decimal strings and JSON documents."""
 
 from __future__ import annotations
 
 import pytest
 
-from store._text import INT64_MAX, INT64_MIN, check_int, check_label, check_text, parse_decimal
+from store._text import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_JSON_DEPTH,
+    check_fraction,
+    check_int,
+    check_label,
+    check_text,
+    parse_decimal,
+    parse_json,
+)
 from store.errors import InvalidArgument, InvalidMemory
 
 
@@ -36,3 +46,42 @@ def test_integers_stay_within_sqlite() -> None:
     for bad in (INT64_MAX + 1, INT64_MIN - 1, True, 1.0, "1", None):
         with pytest.raises(InvalidArgument):
             check_int("n", bad)
+
+
+def test_fractions_are_compared_before_they_become_floats() -> None:
+    assert [check_fraction("c", v) for v in (0, 1, 0.25, 1.0)] == [0.0, 1.0, 0.25, 1.0]
+    for bad in (10**400, -(10**400), 2**63, 1.5, -0.1, float("nan"), float("inf"), True, "0.5", None):
+        with pytest.raises(InvalidMemory, match=r"^confidence must be a number from 0 to 1$"):
+            check_fraction("confidence", bad, error=InvalidMemory)
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (_nested(100_000), "nested more than 64"),  # json.loads alone: RecursionError
+        ('{"a": ' * 100_000 + "1" + "}" * 100_000, "nested more than 64"),
+        (_nested(MAX_JSON_DEPTH + 1), "nested more than 64"),
+        ('{"a": [' + _nested(MAX_JSON_DEPTH - 1) + "]}", "nested more than 64"),
+        ("NaN", "not valid JSON"),
+        ("[1, -Infinity]", "not valid JSON"),
+        ("{", "not valid JSON"),
+        (b"\xff", "not valid JSON"),
+        ("", "not valid JSON"),
+    ],
+)
+def test_parse_json_refuses_what_is_not_json_within_the_depth_limit(raw: str | bytes, why: str) -> None:
+    with pytest.raises(InvalidMemory, match=f"^--checks is {why}"):
+        parse_json("--checks", raw, error=InvalidMemory)
+
+
+def test_parse_json_reads_what_it_takes() -> None:
+    assert parse_json("body", _nested(MAX_JSON_DEPTH)) == parse_json("body", _nested(MAX_JSON_DEPTH).encode())
+    assert parse_json("body", '{"a": [1, "x", null, 2.5]}') == {"a": [1, "x", None, 2.5]}
+    assert parse_json("body", "7") == 7
+    assert parse_json("body", _nested(3), max_depth=3) == [[[]]]
+    with pytest.raises(InvalidArgument, match="more than 2 levels"):
+        parse_json("body", _nested(3), max_depth=2)

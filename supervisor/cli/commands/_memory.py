@@ -7,12 +7,11 @@ on behalf of the local operator.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 import anyio
 
-from store.errors import InvalidArgument
+from store import parse_json
 from supervisor.cli._project import run_operator_tool
 
 __all__ = ["register"]
@@ -45,12 +44,8 @@ async def _record(args: argparse.Namespace) -> dict[str, Any]:
 
 def _checks(text: str | None) -> Any:
     """``--checks JSON`` as given; the store validates what it holds (``invalid_argument``)."""
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise InvalidArgument(f"--checks is not valid JSON: {exc}") from None
+    # parse_json, not json.loads: "[[[[...]]]]" deep enough raises RecursionError there.
+    return None if text is None else parse_json("--checks", text)
 
 
 async def _query(args: argparse.Namespace) -> dict[str, Any]:

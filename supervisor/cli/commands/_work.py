@@ -164,9 +164,13 @@ async def _timeline(args: argparse.Namespace) -> dict[str, Any]:
     return {"message": render_timeline(body)}
 
 
+_MAX_GRACE_SECONDS = 10 * 365 * 86400
+
+
 async def _gc(args: argparse.Namespace) -> dict[str, Any]:
-    if args.grace < 0:
-        raise InvalidArgument("--grace must not be negative")
+    # Also refuses nan and inf (float() takes both), which would crash timedelta, not parse.
+    if not 0 <= args.grace <= _MAX_GRACE_SECONDS:
+        raise InvalidArgument(f"--grace must be a number of seconds from 0 to {_MAX_GRACE_SECONDS}")
     with open_project(args.root) as store:
         applies = await store.db.run(
             store.workspace.recover_interrupted, grace_seconds=args.grace, actor="gc"

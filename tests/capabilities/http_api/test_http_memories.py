@@ -50,6 +50,13 @@ async def test_error_shape_is_one_json_object_everywhere(services: Services) -> 
         assert_error(await api.client.post("/memories", content=huge), 400, "invalid_argument")
         nested = b"[" * 100_000 + b"]" * 100_000
         assert_error(await api.client.post("/memories", content=nested), 400, "invalid_argument")
+        for deep in (nested, b"[" * 65 + b"]" * 65):  # past the one depth limit, however far
+            body = b'{"scope": "project", "kind": "fact", "title": "t", "body_md": "b", "provenance": {"x": '
+            error = assert_error(
+                await api.client.post("/memories", content=body + deep + b"}}"), 400, "invalid_argument"
+            )
+            assert "nested more than 64 levels" in error["message"]
+        assert (await api.client.get("/memories")).json()["items"] == []
         unauthenticated = await api.client.get("/memories", headers={"Authorization": "Bearer nope"})
         assert_error(unauthenticated, 401, "unauthenticated")
 

@@ -61,6 +61,11 @@ def test_bad_config_is_a_clear_error(project: ProjectPaths) -> None:
 
     with pytest.raises(InvalidArgument, match="required_aprovals"):
         project.load_config()
+    # tomllib raises RecursionError (not TOMLDecodeError) on deep nesting; a bad byte, UnicodeDecodeError.
+    for raw, why in ((b"a = " + b"[" * 100_000, "nested too deeply"), (b"a = '\xff'\n", "not UTF-8")):
+        project.config_file.write_bytes(raw)
+        with pytest.raises(InvalidArgument, match=why):
+            project.load_config()
 
 
 def test_root_discovery_walks_up_like_git(project: ProjectPaths) -> None:

@@ -6,6 +6,7 @@ says to fix: the seed's behaviour (described in the seed text) would fail it.
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 import threading
 from typing import Any
@@ -200,6 +201,11 @@ def test_list_limit_bounds(store: Store, limit: int) -> None:
 def test_list_bad_cursor(store: Store) -> None:
     with pytest.raises(InvalidArgument):
         store.memory_admin.list(cursor="not-a-cursor!")
+    # "[[[[..." decodes to JSON that json.loads answers with RecursionError, not ValueError.
+    for raw in (b"[" * 100_000, b'[["2026", "M-1"]]', b'["2026", "M-1", "x"]', b"[NaN, 1]"):
+        cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        with pytest.raises(InvalidArgument, match="cursor is not one this API returned"):
+            store.memory_admin.list(cursor=cursor)
 
 
 def test_fix_list_matches_percent_and_underscore_literally(store: Store) -> None:

@@ -97,6 +97,8 @@ def test_mail_signature_after_the_last_hunk_is_ignored() -> None:
         ("--- a/f\n+++ b/f\n@@ -1,2 +1 @@\n-a\n", "shorter than its header"),
         ("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n+c\n", "longer than its header"),
         ("--- a/f\n+++ b/f\n@@ bogus @@\n", "bad '@@'"),
+        ("--- a/f\n+++ b/f\n@@ -\u0661 +\u0661 @@\n-a\n+b\n", "bad '@@'"),  # Arabic-Indic digits
+        ("--- a/f\n+++ b/f\n@@ -1,\uff11 +1 @@\n-a\n", "bad '@@'"),  # a fullwidth digit
         ("--- a/f\n+++ b/f\n", "no hunk"),
         ("--- a/../etc/passwd\n+++ b/../etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "escapes the repository"),
         ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "absolute"),

@@ -45,3 +45,16 @@ def test_bad_checks_are_refused(
 def test_checks_that_are_not_json_are_invalid_argument(workdir: Path, roundtable_argv: list[str]) -> None:
     refused = _run(roundtable_argv, *_RECORD, "--checks", "[{kind:", cwd=workdir)
     assert refused.returncode == 1 and "invalid_argument" in refused.stderr and "--checks" in refused.stderr
+
+
+@pytest.mark.parametrize("depth", [50_000, 65], ids=["recursion-error", "past-the-limit"])
+def test_deeply_nested_checks_are_invalid_argument(
+    workdir: Path, roundtable_argv: list[str], depth: int
+) -> None:
+    nested = "[" * depth + "]" * depth  # json.loads raises RecursionError, not ValueError, at 50,000
+    refused = _run(roundtable_argv, *_RECORD, "--checks", nested, "--json", cwd=workdir)
+    assert refused.returncode == 1, refused.stderr
+    error = _json(refused)["error"]
+    assert error == {"code": "invalid_argument", "message": "--checks is nested more than 64 levels deep"}
+    assert "Traceback" not in refused.stderr
+    assert _json(_run(roundtable_argv, "memory", "query", "--json", cwd=workdir))["entries"] == []

@@ -236,6 +236,9 @@ def test_gc_removes_orphaned_patch_files(cli: Cli) -> None:
     kept = cli.ok("gc")
     assert kept["patches"]["kept_recent"] == [".roundtable/patches/P-crashed/v1.diff"]
     assert kept["interrupted_applies"] == []
+    for grace in ("nan", "inf", "-1", "1e300"):  # float() takes each; none is a grace period
+        assert "--grace" in cli.error("gc", "--grace", grace, code="invalid_argument")["error"]["message"]
+    assert orphan.exists()
     assert cli.ok("gc", "--grace", "0")["patches"]["removed"] == [".roundtable/patches/P-crashed/v1.diff"]
     assert not orphan.parent.exists()
 

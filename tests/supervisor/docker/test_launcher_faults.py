@@ -121,6 +121,15 @@ def test_parse_memory(text: str | int, expected: int) -> None:
     assert parse_memory(text) == expected
 
 
+@pytest.mark.parametrize(
+    "text", ["1" * 400 + "m", "1" * 16, "²m", "١٢٣٤٥٦٧٨٩g", "5m", 2**63, "9" * 15 + "g", "1.5.5m"]
+)
+def test_parse_memory_refuses_what_is_no_size_the_engine_takes(text: str | int) -> None:
+    # "1" * 400 was float("inf") and then an OverflowError; Arabic-Indic digits were accepted.
+    with pytest.raises(InvalidArgument, match="memory limit"):
+        parse_memory(text)
+
+
 # -- runs that reach the end ---------------------------------------------------------------------------
 
 

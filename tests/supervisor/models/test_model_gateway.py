@@ -127,6 +127,36 @@ async def test_a_failed_upstream_answer_is_charged_its_reservation() -> None:
     assert len(upstream.requests) == 1
 
 
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        DEEP,  # json.loads raises RecursionError here, which is not a ValueError
+        '{"messages": [' + DEEP + "]}",
+        '{"messages": [' + "[" * 65 + "]" * 65 + "]}",  # parses, but deeper than MAX_JSON_DEPTH
+        "{not json",
+        '{"messages": [], "temperature": NaN}',
+        b"\xff\xfe",
+    ],
+    ids=["deep", "deep-messages", "past-the-limit", "not-json", "nan", "not-utf8"],
+)
+async def test_a_body_that_is_not_json_within_the_depth_limit_is_a_400_that_goes_nowhere(
+    body: str | bytes,
+) -> None:
+    upstream = Upstream()
+    gateway, client = _gateway(upstream)
+    async with client:
+        response = await client.post(GATEWAY_PATH, content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_argument"
+    assert "Traceback" not in response.text
+    assert upstream.requests == []
+    assert gateway.usage.requests == 0
+    assert gateway.failure is None
+
+
 # -- the recorded failure: the first one, with its reason, answered with the same code ---------------
 
 
@@ -188,7 +218,14 @@ async def test_a_server_error_is_recorded_as_model_error_and_stays_the_first_fai
 
 @pytest.mark.parametrize(
     "answer",
-    [b"<html>not json</html>", b'{"object": "error"}', b'{"choices": []}', b"[1, 2]"],
+    [
+        b"<html>not json</html>",
+        b'{"object": "error"}',
+        b'{"choices": []}',
+        b"[1, 2]",
+        b'{"choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",  # json.loads: RecursionError
+    ],
+    ids=["html", "error-object", "no-choices", "array", "deep"],
 )
 async def test_a_200_that_is_not_a_chat_completion_is_a_model_error(answer: bytes) -> None:
     def garbage(request: httpx2.Request) -> httpx2.Response:
