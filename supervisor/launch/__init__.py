@@ -6,6 +6,12 @@ and cleans up after dead ones with the reaper; both build on this package.
 
 from __future__ import annotations
 
+from supervisor.launch._client_config import (
+    MCP_CONFIG_FILE,
+    MCP_SERVER_NAME,
+    client_environment,
+    mcp_client_config,
+)
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._runtime_dir import LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._spec import (
@@ -23,6 +29,8 @@ from supervisor.launch._spec import (
 __all__ = [
     "LABEL_LAUNCH",
     "LABEL_SUPERVISOR",
+    "MCP_CONFIG_FILE",
+    "MCP_SERVER_NAME",
     "ContainerOutcome",
     "LaunchLimits",
     "LaunchPhase",
@@ -30,8 +38,10 @@ __all__ = [
     "LaunchSpec",
     "OwnerLock",
     "RuntimeRoot",
+    "client_environment",
     "container_kwargs",
     "container_name",
     "live_owners",
+    "mcp_client_config",
     "supervisor_id_for",
 ]
