@@ -151,6 +151,11 @@ async def _run_bridge(directory: Path) -> tuple[int, str, str]:
     return result.returncode, result.stdout.decode(), result.stderr.decode()
 
 
+async def test_the_bridge_ends_cleanly_when_the_agent_closes_its_stdin(launch: Launch) -> None:
+    code, out, err = await _run_bridge(launch.directory)
+    assert (code, out, err) == (0, "", "")
+
+
 async def test_a_refused_or_missing_token_ends_the_bridge_with_status_3(launch: Launch, store: Store) -> None:
     other = build_world(store, launch_id="L-other")
     (launch.directory / "token").unlink()
