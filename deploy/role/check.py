@@ -2,7 +2,9 @@
 
 Fails the build, with the import error, unless:
 
-* every module under ``roles`` imports, and so does the MCP client path the runner takes;
+* every module under ``roles`` imports, and so do the MCP client path the runner takes and the
+  SDK modules of the bridge (``roles.bridge``: the low-level server on stdio) and of the agents
+  built on the image (the stdio client);
 * nothing of the supervisor side is installed: Roundtable's other packages, the Docker SDK, the
   server stack the ``mcp`` package would otherwise pull in, or a ``tests`` package;
 * every module of the virtualenv has bytecode, compiled at build time (the image runs with a
@@ -28,6 +30,11 @@ def main() -> int:
     # The runner imports its MCP client lazily, inside the launch.
     importlib.import_module("mcp.client.streamable_http")
     from mcp import Client  # noqa: F401
+
+    # The bridge serves MCP on stdio with the low-level server; agents built on the image start it
+    # with the stdio client. Named here too, so a lazy import in either cannot slip past the build.
+    for name in ("mcp.server.lowlevel", "mcp.server.stdio", "mcp.client.stdio", "roles.bridge"):
+        importlib.import_module(name)
 
     failures = [f"{name} is installed" for name in ABSENT if importlib.util.find_spec(name) is not None]
     site = Path(sysconfig.get_path("purelib"))

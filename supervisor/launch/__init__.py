@@ -6,6 +6,12 @@ and cleans up after dead ones with the reaper; both build on this package.
 
 from __future__ import annotations
 
+from supervisor.launch._client_config import (
+    MCP_CONFIG_FILE,
+    MCP_SERVER_NAME,
+    client_environment,
+    mcp_client_config,
+)
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._plan import LaunchPlan
 from supervisor.launch._progress import PhaseReporter, report_phase
@@ -27,6 +33,8 @@ __all__ = [
     "CONTAINER_MOUNT",
     "LABEL_LAUNCH",
     "LABEL_SUPERVISOR",
+    "MCP_CONFIG_FILE",
+    "MCP_SERVER_NAME",
     "ROLE_PYTHON",
     "ContainerOutcome",
     "LaunchLimits",
@@ -37,9 +45,11 @@ __all__ = [
     "OwnerLock",
     "PhaseReporter",
     "RuntimeRoot",
+    "client_environment",
     "container_kwargs",
     "container_name",
     "live_owners",
+    "mcp_client_config",
     "report_phase",
     "supervisor_id_for",
 ]

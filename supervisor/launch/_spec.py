@@ -62,6 +62,8 @@ LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Secrets reach a container only as the token file: refuse environment names that look like one.
 _SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api_?key|credential|private_?key)")
+# A variable naming where a secret *file* is (ROUNDTABLE_TOKEN_FILE) holds a path, not the secret.
+_PATH_NAME = re.compile(r"(?i).+_(file|path|dir)")
 # ASCII digits, and few enough that float() stays finite ("1" * 400 would be inf, then OverflowError).
 _MEMORY = re.compile(r"\s*([0-9]{1,15}(?:\.[0-9]{1,9})?)\s*([kmg]?)i?b?\s*", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
@@ -164,7 +166,7 @@ class LaunchSpec:
         for key, value in self.environment.items():
             if not _ENV_NAME.fullmatch(key) or not isinstance(value, str) or "\x00" in value:
                 raise InvalidArgument(f"environment variable {key!r} is not a plain NAME=value")
-            if _SECRET_NAME.search(key):
+            if _SECRET_NAME.search(key) and not _PATH_NAME.fullmatch(key):
                 raise InvalidArgument(
                     f"environment variable {key!r} looks like a secret: secrets reach a container only "
                     "as the token file, never as environment (it shows in docker inspect)"

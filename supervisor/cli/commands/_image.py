@@ -1,4 +1,4 @@
-"""``roundtable image build [--offline]`` and ``roundtable doctor``."""
+"""``roundtable image build [--offline]``, ``roundtable image build-example`` and ``roundtable doctor``."""
 
 from __future__ import annotations
 
@@ -33,6 +33,16 @@ async def _build(args: argparse.Namespace) -> dict[str, Any]:
             "seconds": round(result.seconds, 2),
         },
         "message": f"{result.tag} {verb} ({result.image_id[:19]}, {result.seconds:.1f}s)",
+    }
+
+
+async def _build_example(args: argparse.Namespace) -> dict[str, Any]:
+    from supervisor.image import build_example_agent
+
+    result = await anyio.to_thread.run_sync(lambda: build_example_agent(tag=args.tag, progress=_progress))
+    return {
+        "image": {"tag": result.tag, "id": result.image_id, "seconds": round(result.seconds, 2)},
+        "message": f"{result.tag} built ({result.image_id[:19]}, {result.seconds:.1f}s)",
     }
 
 
@@ -114,7 +124,7 @@ def _check_database(root: str | None) -> dict[str, Any]:
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
-    """Add ``image build`` and ``doctor``."""
+    """Add ``image build``, ``image build-example`` and ``doctor``."""
     image = commands.add_parser("image", parents=[common], help="the role container image")
     sub = image.add_subparsers(dest="image_command", metavar="ACTION", parser_class=type(image))
     sub.required = True
@@ -122,6 +132,13 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     build.add_argument("--offline", action="store_true", help="build the base with debootstrap; no registry")
     build.add_argument("--force", action="store_true", help="rebuild even when the image is up to date")
     build.set_defaults(handler=_build)
+    example = sub.add_parser(
+        "build-example",
+        parents=[common],
+        help="build the example agent image (deploy/agents/example) on the local role image",
+    )
+    example.add_argument("--tag", help="the image tag (default: roundtable-example-agent:<version>)")
+    example.set_defaults(handler=_build_example)
 
     doctor = commands.add_parser(
         "doctor", parents=[common], help="check Docker, the role image, the runtime dir and the database"
