@@ -2,7 +2,8 @@
 
 Fails the build, with the import error, unless:
 
-* every module under ``roles`` imports, and so does the MCP client path the runner takes;
+* every module under ``roles`` imports, and so do the MCP client path the runner takes and pytest
+  (the test reviewer's default command is ``python -m pytest``);
 * nothing of the supervisor side is installed: Roundtable's other packages, the Docker SDK, the
   server stack the ``mcp`` package would otherwise pull in, or a ``tests`` package;
 * every module of the virtualenv has bytecode, compiled at build time (the image runs with a
@@ -28,6 +29,9 @@ def main() -> int:
     # The runner imports its MCP client lazily, inside the launch.
     importlib.import_module("mcp.client.streamable_http")
     from mcp import Client  # noqa: F401
+
+    # The test reviewer runs `python -m pytest` in the staged workspace.
+    importlib.import_module("pytest")
 
     failures = [f"{name} is installed" for name in ABSENT if importlib.util.find_spec(name) is not None]
     site = Path(sysconfig.get_path("purelib"))
