@@ -242,10 +242,12 @@ class _Git:
             raise Conflict(f"git cat-file failed in {root}: {_first_line(done.stderr)}")
         out, at, blobs = done.stdout, 0, {}
         for oid in oids:
-            end = out.index(b"\n", at)
-            header = out[at:end].decode("ascii").split()
-            if header[:2] != [oid, "blob"]:
-                raise Conflict(f"git cat-file could not read {oid} in {root}: {' '.join(header)}")
+            end = out.find(b"\n", at)
+            header = out[at:end].decode("ascii", "replace").split() if end >= 0 else []
+            if header[:2] != [oid, "blob"] or len(header) != 3 or len(out) < end + 1 + int(header[2]):
+                raise Conflict(
+                    f"git cat-file could not read {oid} in {root}: {' '.join(header) or 'no answer'}"
+                )
             size = int(header[2])
             blobs[oid] = out[end + 1 : end + 1 + size]
             at = end + 1 + size + 1

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +281,16 @@ def test_a_wrong_hash_or_command_is_refused(tmp_path: Path) -> None:
         stage_review_workspace(
             repo, data, patch_sha256=digest, command=COMMAND, **{**common, "timeout_seconds": 0}
         )
+
+
+def test_a_repository_around_the_scratch_space_does_not_swallow_the_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git apply inside some repository's subdirectory would skip every path outside it, silently.
+    repo = make_repo(tmp_path / "repo", BASE)
+    around = make_repo(tmp_path / "around", {"x.txt": "x\n"})
+    (around / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(around / "tmp"))
+    staged = stage(repo, CHANGE_APP)
+    assert staged.manifest["applied"] is True
+    assert contents(staged)["app.py"].endswith(b"a + b + 0\n")
