@@ -2,9 +2,10 @@
 
 Fails the build, with the import error, unless:
 
-* every module under ``roles`` imports, and so do the MCP client path the runner takes and the
-  SDK modules of the bridge (``roles.bridge``: the low-level server on stdio) and of the agents
-  built on the image (the stdio client);
+* every module under ``roles`` imports, and so do the MCP client path the runner takes, the SDK
+  modules of the bridge (``roles.bridge``: the low-level server on stdio) and of the agents built on
+  the image (the stdio client), and pytest (the test reviewer's default command is
+  ``python -m pytest``);
 * nothing of the supervisor side is installed: Roundtable's other packages, the Docker SDK, the
   server stack the ``mcp`` package would otherwise pull in, or a ``tests`` package;
 * every module of the virtualenv has bytecode, compiled at build time (the image runs with a
@@ -35,6 +36,8 @@ def main() -> int:
     # with the stdio client. Named here too, so a lazy import in either cannot slip past the build.
     for name in ("mcp.server.lowlevel", "mcp.server.stdio", "mcp.client.stdio", "roles.bridge"):
         importlib.import_module(name)
+    # The test reviewer runs `python -m pytest` in the staged workspace.
+    importlib.import_module("pytest")
 
     failures = [f"{name} is installed" for name in ABSENT if importlib.util.find_spec(name) is not None]
     site = Path(sysconfig.get_path("purelib"))

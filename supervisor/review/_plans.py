@@ -26,14 +26,19 @@ from capabilities.policy import LAUNCH_ROLE_OF
 from store import Store
 from store.config import ReviewerKind
 from store.errors import InvalidArgument
-from supervisor.launch import CONTAINER_MOUNT, ROLE_PYTHON, LaunchLimits, LaunchPlan
-from supervisor.launch._client_config import MCP_CONFIG_FILE, client_environment, mcp_client_config
-from supervisor.review._workspace import stage_review_workspace
+from supervisor.launch import (
+    CONTAINER_MOUNT,
+    MCP_CONFIG_FILE,
+    ROLE_PYTHON,
+    LaunchLimits,
+    LaunchPlan,
+    client_environment,
+    mcp_client_config,
+)
+from supervisor.review._workspace import REVIEW_MANIFEST, WORKSPACE_TAR, stage_review_workspace
 
-__all__ = ["MANIFEST_FILE", "TEST_MARGIN_SECONDS", "WORKSPACE_FILE", "reviewer_plan"]
+__all__ = ["TEST_MARGIN_SECONDS", "reviewer_plan"]
 
-WORKSPACE_FILE = "workspace.tar"
-MANIFEST_FILE = "review.json"
 TEST_MARGIN_SECONDS = 15.0
 """How much sooner than the container's deadline the test command is stopped, so the reviewer
 can still vote (``revise``, timed out) before the container is killed."""
@@ -66,7 +71,7 @@ async def reviewer_plan(store: Store, agent_id: str, proposal: dict[str, Any]) -
                 timeout_seconds=max(1.0, config.timeout_seconds - TEST_MARGIN_SECONDS),
             )
         )
-        files = {WORKSPACE_FILE: staged.tar, MANIFEST_FILE: staged.manifest_json()}
+        files = {WORKSPACE_TAR: staged.tar, REVIEW_MANIFEST: staged.manifest_json()}
         entrypoint: tuple[str, ...] | None = (ROLE_PYTHON, "-m", "roles.test_reviewer")
         command: tuple[str, ...] = ()
     else:
