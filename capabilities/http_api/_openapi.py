@@ -124,6 +124,19 @@ def _response_schemas() -> dict[str, Any]:
         ),
         "ProposalDetail": _object(["proposal", "votes", "consensus"]),
         "Timeline": _object(["proposal", "events"]),
+        "ReviewRunAnswer": _object(
+            ["review"],
+            {
+                "review": _object(
+                    ["proposal_id", "round", "launches", "votes", "warnings", "consensus", "seconds"],
+                    {
+                        "launches": {"type": "array", "items": _ANY_OBJECT},
+                        "votes": {"type": "array", "items": _ANY_OBJECT},
+                        "warnings": {"type": "array", "items": _ref("Event")},
+                    },
+                )
+            },
+        ),
         "Event": _object(["id", "type", "created_at", "actor", "task_id", "proposal_id", "payload"]),
         "EventPage": _object(
             ["items", "next_after", "more"],
@@ -138,6 +151,7 @@ _ERROR_TEXT = {
     403: "forbidden: X-Actor-ID differs from the token's name, or not an operator token",
     404: "not found (not_found, memory_not_found, revision_not_found, ...)",
     409: "conflict with the current state (the route's code, or conflict for a reused Idempotency-Key)",
+    503: "unavailable: the Docker engine (docker_unavailable) or the database (store_busy)",
 }
 
 

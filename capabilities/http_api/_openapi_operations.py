@@ -285,6 +285,17 @@ OPERATIONS: tuple[Operation, ...] = (
         errors=(400, 404, 409),
     ),
     Operation(
+        "POST",
+        "/proposals/{proposal_id}/review-run",
+        "runReview",
+        "Run a review round (the review.run tool): the oracle and every configured reviewer in "
+        "containers; answers when all have ended",
+        "work",
+        "ReviewRunAnswer",
+        parameters=(_PROPOSAL_ID,),
+        errors=(404, 409, 503),
+    ),
+    Operation(
         "GET",
         "/events",
         "listEvents",

@@ -122,7 +122,8 @@ async def run_review(
     planned: list[tuple[ReviewerOutcome, LaunchPlan]] = []
     oracle = supervisor.oracle_plan(provider=oracle_provider)
     planned.append((ReviewerOutcome(oracle.agent_id, oracle.role, oracle.provider), oracle))
-    for agent_id in review.get("candidates", []):
+    for candidate in review.get("candidates", []):
+        agent_id = str(candidate["agent_id"])
         if agent_id not in store.config.launches:
             continue
         kind = str(store.config.launches[agent_id].kind)

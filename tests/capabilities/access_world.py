@@ -16,11 +16,12 @@ from typing import Any
 
 from capabilities.auth import issue_agent_token, issue_capability, principal_from_record
 from capabilities.principals import Principal, local_operator
+from capabilities.services import Services
 from store import OracleStore, Store
 from store.memory import MemoryWriter
 from tests.store.work_helpers import DIFF, DIFF_V2, SECURITY_DIFF, new_task, seed_files
 
-__all__ = ["AGENT_OF", "LAUNCHED", "ROLES", "World", "arguments", "build"]
+__all__ = ["AGENT_OF", "LAUNCHED", "ROLES", "World", "arguments", "build", "services_of"]
 
 ROLES = ("operator", "Implementer", "Reviewer", "Security", "memory_oracle", "reviewer", "security")
 """The rows of the access table."""
@@ -170,6 +171,7 @@ _OWN: dict[str, _Args] = {
     "oracle.warn": lambda w, r: {"message_md": "m", "cited_memory_ids": [w.memory_op]},
     "oracle.feedback": lambda w, r: {"warning_event_id": w.warning_event_id, "verdict": "confirmed"},
     "oracle.stats": lambda w, r: {},
+    "review.run": lambda w, r: {"proposal_id": w.mine},
 }
 """A call on the role's own target, which the tool accepts when the role may make it."""
 
@@ -197,3 +199,14 @@ def foreign_tools() -> frozenset[str]:
 def own_tools() -> frozenset[str]:
     """The tools that have an own-target call (every registered tool must be among them)."""
     return frozenset(_OWN)
+
+
+async def _no_containers(proposal_id: str, *, actor: str) -> dict[str, Any]:
+    """A review runner for authorization tests: says what it was asked and starts nothing (the real
+    runner is proved with the Docker engine in tests/e2e/test_review_run.py)."""
+    return {"proposal_id": proposal_id, "actor": actor, "launches": []}
+
+
+def services_of(world: World) -> Services:
+    """The services every access test calls tools through."""
+    return Services(world.store, review_runner=_no_containers)

@@ -21,9 +21,16 @@ from capabilities.mcp import call_tool
 from capabilities.mcp.tools import build_registry
 from capabilities.policy import ACCESS, Reach
 from capabilities.principals import Principal
-from capabilities.services import Services
 from store import NotFound, Store
-from tests.capabilities.access_world import AGENT_OF, ROLES, World, arguments, build, foreign_tools
+from tests.capabilities.access_world import (
+    AGENT_OF,
+    ROLES,
+    World,
+    arguments,
+    build,
+    foreign_tools,
+    services_of,
+)
 from tests.helpers import project_snapshot
 
 REGISTRY = build_registry()
@@ -107,7 +114,7 @@ def test_no_call_outside_the_table_and_no_refusal_changes_anything(
     reach = ACCESS[role].get(tool)
     permitted = reach is not None and (reach is not Reach.OWN or _own_target(world, principal, tool, args))
     before = project_snapshot(world.store.paths)
-    outcome = portal.call(call_tool, Services(world.store), REGISTRY, principal, tool, args)
+    outcome = portal.call(call_tool, services_of(world), REGISTRY, principal, tool, args)
     if outcome.ok:
         assert permitted, (role, tool, args, outcome.body())
     else:

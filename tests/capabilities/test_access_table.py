@@ -21,9 +21,16 @@ from capabilities.mcp import call_tool
 from capabilities.mcp.tools import build_registry
 from capabilities.policy import ACCESS, Reach
 from capabilities.principals import Principal
-from capabilities.services import Services
 from store import Store, list_events
-from tests.capabilities.access_world import ROLES, World, arguments, build, foreign_tools, own_tools
+from tests.capabilities.access_world import (
+    ROLES,
+    World,
+    arguments,
+    build,
+    foreign_tools,
+    own_tools,
+    services_of,
+)
 from tests.helpers import project_snapshot
 
 REGISTRY = build_registry()
@@ -44,7 +51,7 @@ def _call(
     tool: str,
     args: dict[str, Any],
 ) -> Any:
-    services = Services(world.store)
+    services = services_of(world)
     return portal.call(call_tool, services, REGISTRY, principal, tool, args)
 
 
