@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from store.launches._records import PROVIDER_FAILED, PROVIDER_FAILED_EXIT
+from store.launches._records import NO_GRANT_EXIT, PROPOSAL_CLOSED, PROVIDER_FAILED, PROVIDER_FAILED_EXIT
 from store.launches._store import MAX_LOG_TAIL_BYTES, Launch, LaunchStatus, LaunchStore, bounded_tail
 
 __all__ = [
     "MAX_LOG_TAIL_BYTES",
+    "NO_GRANT_EXIT",
+    "PROPOSAL_CLOSED",
     "PROVIDER_FAILED",
     "PROVIDER_FAILED_EXIT",
     "Launch",

@@ -27,6 +27,8 @@ __all__ = [
     "MAX_ERROR_CHARS",
     "MAX_LABEL_CHARS",
     "MAX_LOG_TAIL_BYTES",
+    "NO_GRANT_EXIT",
+    "PROPOSAL_CLOSED",
     "PROVIDER_FAILED",
     "PROVIDER_FAILED_EXIT",
     "TERMINAL_STATUSES",
@@ -48,6 +50,12 @@ MAX_ERROR_CHARS = 2_000
 PROVIDER_FAILED_EXIT = 4
 """The exit status by which a role container says its provider failed (``roles.runner``'s
 ``EXIT_PROVIDER_FAILED``; a test keeps the two equal)."""
+NO_GRANT_EXIT = 3
+"""The exit status by which a role container says its grant was refused (``roles.channel``'s
+``EXIT_NO_GRANT``; a test keeps the two equal)."""
+PROPOSAL_CLOSED = "proposal_closed"
+"""The reason of a launch cut short because its proposal left review (accepted, rejected, ...)
+while it ran: the transition revoked its capability, so the container's next call was refused."""
 PROVIDER_FAILED = "provider_failed"
 """The reason of a launch whose container said its provider failed when the supervisor's model
 gateway saw no failure of its own (otherwise the gateway's reason is used)."""

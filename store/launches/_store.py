@@ -37,6 +37,8 @@ from store.launches._records import (
     MAX_ERROR_CHARS,
     MAX_LABEL_CHARS,
     MAX_LOG_TAIL_BYTES,
+    NO_GRANT_EXIT,
+    PROPOSAL_CLOSED,
     PROVIDER_FAILED,
     PROVIDER_FAILED_EXIT,
     TERMINAL_STATUSES,
@@ -75,18 +77,41 @@ class _End:
 
 
 def _end(
-    current: Launch, status: LaunchStatus, exit_code: int | None, reason: str | None, error: str | None
+    current: Launch,
+    status: LaunchStatus,
+    exit_code: int | None,
+    reason: str | None,
+    error: str | None,
+    closed_by: str | None = None,
 ) -> _End:
     """How a launch really ends: a noted failure (see :meth:`LaunchStore.note_failure`) wins over an
-    ``exited`` or ``failed`` end; a provider-failed exit without one gets the generic reason."""
+    ``exited`` or ``failed`` end; a provider-failed exit without one gets the generic reason; a
+    refused-grant exit after the proposal left review (``closed_by``: its grant's revocation
+    reason) says so."""
     if status not in (LaunchStatus.EXITED, LaunchStatus.FAILED):
         return _End(status, reason, error)
     if current.active and current.reason is not None:
         return _End(LaunchStatus.FAILED, current.reason, current.error or error)
-    if status is LaunchStatus.FAILED and exit_code == PROVIDER_FAILED_EXIT and reason == "nonzero_exit":
-        message = "the role's provider failed and the model gateway recorded no failure; see the log"
-        return _End(status, PROVIDER_FAILED, error or message)
+    if status is LaunchStatus.FAILED and reason == "nonzero_exit":
+        if exit_code == PROVIDER_FAILED_EXIT:
+            message = "the role's provider failed and the model gateway recorded no failure; see the log"
+            return _End(status, PROVIDER_FAILED, error or message)
+        if exit_code == NO_GRANT_EXIT and closed_by is not None:
+            message = (
+                f"the proposal left review while the launch ran ({closed_by}): its capability was revoked"
+            )
+            return _End(status, PROPOSAL_CLOSED, message)
     return _End(status, reason, error)
+
+
+def _closed_by(conn: sqlite3.Connection, launch_id: str) -> str | None:
+    """Why the launch's grant was revoked, if the proposal leaving review revoked it."""
+    row = conn.execute(
+        "SELECT revoked_reason FROM capability_grants"
+        " WHERE launch_id = ? AND revoked_reason LIKE 'proposal %'",
+        (launch_id,),
+    ).fetchone()
+    return None if row is None else str(row[0])
 
 
 class LaunchStore:
@@ -232,7 +257,8 @@ class LaunchStore:
             raise InvalidArgument("a launch that exited non-zero is failed, not exited")
 
         def write(conn: sqlite3.Connection) -> Launch:
-            end = _end(self._row(conn, launch_id), status, exit_code, reason, error)
+            closed_by = _closed_by(conn, launch_id)
+            end = _end(self._row(conn, launch_id), status, exit_code, reason, error, closed_by)
             columns: dict[str, Any] = {
                 "ended_at": None,
                 "exit_code": exit_code,

@@ -98,3 +98,40 @@ def test_an_ordinary_end_carries_no_error(store: Store) -> None:
         "reason": None,
         "error": None,
     }
+
+
+def test_a_refused_grant_after_the_proposal_closed_ends_proposal_closed(store: Store) -> None:
+    from roles.channel import EXIT_NO_GRANT
+    from store.launches import NO_GRANT_EXIT, PROPOSAL_CLOSED
+    from tests.store.work_helpers import DIFF, mint_oracle_grant, new_task
+
+    assert EXIT_NO_GRANT == NO_GRANT_EXIT
+    proposal, _ = store.proposals.create(
+        task_id=new_task(store).id, agent_id="implementer-1", title="t", patch=DIFF, actor="op"
+    )
+    store.reviews.request_review(proposal_id=proposal["id"], actor="op")
+    launch = store.launches.request(
+        role="memory_oracle",
+        agent_id="memory-oracle-1",
+        proposal_id=proposal["id"],
+        image="roundtable-role:1",
+    )
+    grant = mint_oracle_grant(store, proposal["id"]).record
+    store.grants.bind_launch(grant.id, launch.id, actor="op")
+    store.decisions.reject(proposal_id=proposal["id"], reason_md="no", actor="op")  # revokes the grant
+    ended = store.launches.finish(
+        launch.id, LaunchStatus.FAILED, exit_code=NO_GRANT_EXIT, reason="nonzero_exit"
+    )
+    assert ended.reason == PROPOSAL_CLOSED
+    assert ended.error is not None and "proposal rejected" in ended.error
+    # Without the proposal closing, a refused grant is what it was.
+    other = store.launches.request(
+        role="memory_oracle",
+        agent_id="memory-oracle-1",
+        proposal_id=proposal["id"],
+        image="roundtable-role:1",
+    )
+    plain = store.launches.finish(
+        other.id, LaunchStatus.FAILED, exit_code=NO_GRANT_EXIT, reason="nonzero_exit"
+    )
+    assert plain.reason == "nonzero_exit"
