@@ -26,11 +26,11 @@ class RunArgs(ToolArgs):
 
 async def _run(call: ToolCall) -> dict[str, Any]:
     args: RunArgs = call.args
+    store = call.services.store
+    await store.db.run(store.proposals.get, args.proposal_id)  # not_found before anything else
     runner = call.services.review_runner
     if runner is None:
         raise DockerUnavailable("this server launches no containers; run `roundtable review run P --wait`")
-    store = call.services.store
-    await store.db.run(store.proposals.get, args.proposal_id)  # not_found before anything starts
     return {"review": await runner(args.proposal_id, actor=call.principal.actor)}
 
 

@@ -42,6 +42,10 @@ def _seed(services: Services) -> dict[str, list[str]]:
 
 def _check_answer(case: Any, response: Any) -> None:
     where = f"{case.method} {case.formatted_path} query={case.query} body={case.body!r}"
+    if response.status_code == 503 and case.formatted_path.endswith("/review-run"):
+        # The fuzzed app runs no supervisor: running a round is refused as exactly that.
+        assert json.loads(response.text)["error"]["code"] == "docker_unavailable", where
+        return
     assert response.status_code < 500, f"{where} -> {response.status_code}: {response.text[:500]}"
     assert "Traceback" not in response.text, where
     if response.status_code >= 400:
