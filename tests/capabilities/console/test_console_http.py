@@ -222,3 +222,41 @@ def test_every_console_endpoint_is_a_module_level_function(services: Services) -
     _api, *console = WebService(services).routes()
     assert len(console) == 13
     assert closures_among(console) == []
+
+
+async def test_a_launched_reviewers_vote_shows_its_launch(services: Services) -> None:
+    from capabilities.auth import principal_from_record
+    from capabilities.mcp import call_tool
+    from capabilities.mcp.tools import build_registry
+    from store.launches import LaunchStatus
+    from tests.store.work_helpers import DIFF, new_task
+
+    store = services.store
+    proposal, _ = store.proposals.create(
+        task_id=new_task(store).id, agent_id="implementer-1", title="t", patch=DIFF, actor="op"
+    )
+    store.reviews.request_review(proposal_id=proposal["id"], actor="op")
+    launch = store.launches.request(
+        role="reviewer", agent_id="reviewer-2", proposal_id=proposal["id"], image="my-agent:7", provider="mcp"
+    )
+    issued = issue_capability(
+        store, proposal_id=proposal["id"], role="reviewer", agent_id="reviewer-2", actor="supervisor",
+        launch_id=launch.id,
+    )  # fmt: skip
+    principal = principal_from_record(store.grants.authenticate(issued.token))
+    cast = await call_tool(
+        services, build_registry(), principal, "vote.cast",
+        {"proposal_id": proposal["id"], "vote": "revise", "reason_md": "tests fail"},
+    )  # fmt: skip
+    assert cast.ok, cast.body()
+    store.launches.finish(launch.id, LaunchStatus.FAILED, exit_code=1, reason="nonzero_exit")
+    async with running_api(services) as api, browser_like(api) as client:
+        await log_in(client, api.token)
+        page = (await client.get(f"/proposals/{proposal['id']}")).text
+    assert "launched my-agent:7 (mcp)" in page, page
+    assert "failed 1" in page
+    # The terminal's timeline says the same.
+    from supervisor.cli._timeline_text import render_timeline
+
+    text = render_timeline(store.timeline.timeline(proposal["id"]))
+    assert "reviewer-2 (Reviewer) revise" in text and "launched my-agent:7 (mcp)" in text, text
