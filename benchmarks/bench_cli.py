@@ -9,7 +9,13 @@ baseline's median, and the median of its per-round ratios (the figure to quote o
 The light commands run against a scratch project made with ``roundtable init`` first, holding a
 few memory entries and a task.
 
-Usage: ``python -m benchmarks.bench_cli [--rounds N]``.
+Compiled bytecode is cached, as for an installed copy: the commands run without
+``PYTHONDONTWRITEBYTECODE`` and with ``PYTHONPYCACHEPREFIX`` in the scratch directory (so this
+checkout gains no ``__pycache__``), and the warm-up round fills the cache. ``--no-bytecode-cache``
+keeps the environment as it is, which on a machine with ``PYTHONDONTWRITEBYTECODE=1`` compiles
+every module of ours on every run.
+
+Usage: ``python -m benchmarks.bench_cli [--rounds N] [--no-bytecode-cache]``.
 """
 
 from __future__ import annotations
@@ -28,10 +34,14 @@ from benchmarks._timing import Timing
 _REPO = Path(__file__).resolve().parent.parent
 
 
-def _environment() -> dict[str, str]:
-    """This checkout first on the path, so the figures are this tree's, not an installed copy's."""
+def _environment(pycache: Path | None) -> dict[str, str]:
+    """This checkout first on the path, so the figures are this tree's, not an installed copy's;
+    bytecode cached under ``pycache`` unless it is None."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_REPO), env.get("PYTHONPATH")]))
+    if pycache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
     return env
 
 
@@ -81,10 +91,14 @@ def _scratch_project(root: Path, env: dict[str, str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=21, help="runs of each command (after one warm-up)")
+    parser.add_argument(
+        "--no-bytecode-cache", action="store_true", help="run with the environment's bytecode settings"
+    )
     options = parser.parse_args()
-    env = _environment()
     with tempfile.TemporaryDirectory(prefix="rt-bench-cli-") as scratch:
-        root = Path(scratch)
+        root = Path(scratch) / "proj"
+        root.mkdir()
+        env = _environment(None if options.no_bytecode_cache else Path(scratch) / "pycache")
         _scratch_project(root, env)
         commands = _commands(root)
         samples: dict[str, list[float]] = {label: [] for label in commands}
@@ -95,7 +109,8 @@ def main() -> None:
                     samples[label].append(seconds)
     baseline_label = next(iter(commands))
     baseline = Timing(baseline_label, samples[baseline_label])
-    print(f"python {sys.version.split()[0]}, {options.rounds} rounds, commands in turn within each round")
+    cache = "environment's bytecode settings" if options.no_bytecode_cache else "bytecode cached"
+    print(f"python {sys.version.split()[0]}, {options.rounds} rounds in turn, {cache}")
     print(baseline.line())
     for label in list(commands)[1:]:
         timing = Timing(label, samples[label])
