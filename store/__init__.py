@@ -2,20 +2,17 @@
 
 :class:`Store` opens a project's database (applying migrations) and hands out the per-concept
 stores. Every store method is blocking; async callers go through :meth:`Database.run`.
+
+The errors and the text rule are imported with the package; everything else is exported lazily
+(PEP 562), on first use, so that ``import store.errors`` (the CLI's ``--help``, say) does not
+import pydantic, SQLite and every per-concept store.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
-from store._oracle import MAX_CITATIONS, MAX_EVIDENCE, MAX_EVIDENCE_LINE, MAX_EVIDENCE_TEXT, OracleStore
-from store._project import ProjectPaths, find_project_root, init_project
 from store._text import MAX_JSON_DEPTH, TEXT_PATTERN, check_depth, check_int, parse_decimal, parse_json
-from store.access import ConsoleSessions, GrantRecord, GrantStore
-from store.config import ProjectConfig, package_version
-from store.db import Database, apply_migrations
 from store.errors import (
     ArtifactMismatch,
     Conflict,
@@ -32,12 +29,21 @@ from store.errors import (
     Unauthenticated,
     UnsafePath,
 )
-from store.events import Event, EventFeed, append_event, list_events
-from store.files import SafeFiles
-from store.launches import Launch, LaunchStatus, LaunchStore
-from store.memory import MemoryAdmin, MemoryEntry, MemoryStore
-from store.patches import PatchArtifactStore, patch_relative_path
-from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, TimelineStore, WorkspaceStore
+
+if TYPE_CHECKING:
+    from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
+    from store._oracle import MAX_CITATIONS, MAX_EVIDENCE, MAX_EVIDENCE_LINE, MAX_EVIDENCE_TEXT, OracleStore
+    from store._project import ProjectPaths, find_project_root, init_project
+    from store._store import Store, open_store
+    from store.access import ConsoleSessions, GrantRecord, GrantStore
+    from store.config import ProjectConfig, package_version
+    from store.db import Database, apply_migrations
+    from store.events import Event, EventFeed, append_event, list_events
+    from store.files import SafeFiles
+    from store.launches import Launch, LaunchStatus, LaunchStore
+    from store.memory import MemoryAdmin, MemoryEntry, MemoryStore
+    from store.patches import PatchArtifactStore, patch_relative_path
+    from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, TimelineStore, WorkspaceStore
 
 __all__ = [
     "FEEDBACK_EVENT",
@@ -102,57 +108,44 @@ __all__ = [
     "patch_relative_path",
 ]
 
-
-@dataclass
-class Store:
-    """An open project: its paths, configuration, database and per-concept stores."""
-
-    paths: ProjectPaths
-    config: ProjectConfig
-    db: Database
-    memory: MemoryStore = field(init=False)
-    memory_admin: MemoryAdmin = field(init=False)
-    event_feed: EventFeed = field(init=False)
-    console_sessions: ConsoleSessions = field(init=False)
-    launches: LaunchStore = field(init=False)
-    grants: GrantStore = field(init=False)
-    files: SafeFiles = field(init=False)
-    tasks: TaskStore = field(init=False)
-    patches: PatchArtifactStore = field(init=False)
-    proposals: ProposalStore = field(init=False)
-    reviews: ReviewStore = field(init=False)
-    decisions: DecisionStore = field(init=False)
-    timeline: TimelineStore = field(init=False)
-    workspace: WorkspaceStore = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.memory = MemoryStore(self.db)
-        self.memory_admin = MemoryAdmin(self.db)
-        self.event_feed = EventFeed(self.db)
-        self.console_sessions = ConsoleSessions(self.db)
-        self.launches = LaunchStore(self.db)
-        self.grants = GrantStore(self.db, roster=self.config.agents)
-        self.files = SafeFiles(self.paths.root)
-        self.tasks = TaskStore(self.db)
-        self.patches = PatchArtifactStore(
-            self.db, self.paths, self.files, max_bytes=self.config.policy.max_patch_bytes
-        )
-        self.proposals = ProposalStore(self.db, self.config, self.patches)
-        self.reviews = ReviewStore(self.db, self.config)
-        self.decisions = DecisionStore(self.db, self.config)
-        self.timeline = TimelineStore(self.db, self.config, self.memory)
-        self.workspace = WorkspaceStore(self.db, self.paths.root, self.config, self.patches)
-
-    def close(self) -> None:
-        """Close every database connection and the project root handle."""
-        self.files.close()
-        self.db.close()
+_LAZY: dict[str, tuple[str, ...]] = {
+    "store._feedback": ("FEEDBACK_EVENT", "MAX_REASON_CHARS", "OracleFeedback", "Verdict"),
+    "store._oracle": (
+        "MAX_CITATIONS",
+        "MAX_EVIDENCE",
+        "MAX_EVIDENCE_LINE",
+        "MAX_EVIDENCE_TEXT",
+        "OracleStore",
+    ),
+    "store._project": ("ProjectPaths", "find_project_root", "init_project"),
+    "store._store": ("Store", "open_store"),
+    "store.access": ("ConsoleSessions", "GrantRecord", "GrantStore"),
+    "store.config": ("ProjectConfig", "package_version"),
+    "store.db": ("Database", "apply_migrations"),
+    "store.events": ("Event", "EventFeed", "append_event", "list_events"),
+    "store.files": ("SafeFiles",),
+    "store.launches": ("Launch", "LaunchStatus", "LaunchStore"),
+    "store.memory": ("MemoryAdmin", "MemoryEntry", "MemoryStore"),
+    "store.patches": ("PatchArtifactStore", "patch_relative_path"),
+    "store.work": (
+        "DecisionStore",
+        "ProposalStore",
+        "ReviewStore",
+        "TaskStore",
+        "TimelineStore",
+        "WorkspaceStore",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
 
 
-def open_store(paths: ProjectPaths) -> Store:
-    """Open an initialised project's database, applying any pending migrations."""
-    config = paths.load_config()
-    db = Database(Path(paths.database))
-    db.connection()  # opens the file in WAL mode
-    apply_migrations(db.connection())
-    return Store(paths=paths, config=config, db=db)
+def __getattr__(name: str) -> Any:
+    """Import a lazy export's module on first use (PEP 562)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

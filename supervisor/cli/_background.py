@@ -18,9 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from store import find_project_root, open_store
 from store.errors import Conflict, InternalError
-from store.work import ProposalStatus
 
 __all__ = ["Announcer", "Detached", "check_reviewable", "progress_printer", "start_detached"]
 
@@ -58,6 +56,9 @@ class Announcer:
 
 def check_reviewable(root: str | None, proposal_id: str) -> Path:
     """The project root, if ``proposal_id`` exists and is open to launches (else its real error)."""
+    from store import find_project_root, open_store
+    from store.work import ProposalStatus
+
     paths = find_project_root(root)
     store = open_store(paths)
     try:

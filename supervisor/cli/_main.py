@@ -5,27 +5,25 @@ error, 1 on any other error; with ``--json`` an error prints :func:`store.errors
 (``{"error": {"code", "message"}}``) on stdout. Logs go to stderr. Commands live in
 :mod:`supervisor.cli.commands`, one module per area; each registers its subcommands and returns a
 JSON-able answer.
+
+Start-up is kept light: building the parser imports only argparse and the command modules, whose
+handlers import what they use (the store, the tool dispatch, the servers, Docker) when they run,
+so ``roundtable --help`` imports none of it; ``tests/supervisor/cli/test_startup_imports.py``
+holds the line.
 """
 
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-import anyio
-import structlog
-
 from store.errors import InternalError, InvalidArgument, RoundtableError
 from supervisor.cli._output import emit, emit_error
 from supervisor.cli.commands import COMMAND_MODULES
-from supervisor.logging import configure_logging
 
 __all__ = ["build_parser", "main"]
-
-_log = structlog.get_logger("roundtable.cli")
 
 
 class _UsageError(Exception):
@@ -81,6 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, default in (("root", None), ("json", False), ("verbose", False)):
         if not hasattr(args, name):
             setattr(args, name, default)
+    # Imported past parsing: a usage error or --help (argparse exits) never pays for them.
+    import inspect
+
+    import anyio
+    import structlog
+
+    from supervisor.logging import configure_logging
+
     configure_logging(verbose=bool(args.verbose))
     handler = args.handler
     try:
@@ -95,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         emit_error(InternalError("interrupted"), as_json=args.json)
         return 130
     except Exception as exc:
-        _log.exception("command.crashed", command=args.command)
+        structlog.get_logger("roundtable.cli").exception("command.crashed", command=args.command)
         emit_error(
             InternalError(f"unexpected error: {type(exc).__name__}; see the log on stderr"), as_json=args.json
         )

@@ -21,8 +21,6 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from docker.types import LogConfig, Mount, Ulimit
-
 from store import check_int
 from store.config import ContainerConfig
 from store.errors import InvalidArgument
@@ -179,6 +177,10 @@ class LaunchSpec:
 
 def container_kwargs(spec: LaunchSpec, supervisor_id: str) -> dict[str, Any]:
     """The ``containers.create`` arguments for ``spec``: every hardening measure, always."""
+    # Imported here, not with the package: the spec, its limits and the runtime directory are
+    # used where the Docker SDK is not needed (doctor's runtime-dir check, the CLI).
+    from docker.types import LogConfig, Mount, Ulimit
+
     limits = spec.limits
     mounts = []
     if spec.runtime_dir is not None:

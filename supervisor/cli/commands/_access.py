@@ -16,22 +16,16 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import anyio
-import structlog
+from supervisor.cli._choices import add_lazy_choice
+from supervisor.cli._project import open_project, open_services
 
 if TYPE_CHECKING:
     from capabilities.serving import BoundAddress
-
-from capabilities.policy import CAPABILITY_TOOLSETS
-from store.access import DEFAULT_GRANT_TTL_SECONDS, MAX_TTL_SECONDS
-from supervisor.cli._project import open_project, open_services
 
 __all__ = ["DEFAULT_PORT", "register"]
 
 DEFAULT_PORT = 8765
 LOCAL_OPERATOR = "operator"
-
-_log = structlog.get_logger("roundtable.serve")
 
 
 # -- tokens ----------------------------------------------------------------------------------------
@@ -71,10 +65,12 @@ def _token_revoke(args: argparse.Namespace) -> dict[str, Any]:
 
 def _capability_grant(args: argparse.Namespace) -> dict[str, Any]:
     from capabilities.auth import issue_capability  # the MCP SDK is imported only when needed
+    from store.access import DEFAULT_GRANT_TTL_SECONDS
 
+    ttl = DEFAULT_GRANT_TTL_SECONDS if args.ttl is None else args.ttl
     with open_project(args.root) as store:
         issued = issue_capability(
-            store, proposal_id=args.proposal, role=args.role, actor=LOCAL_OPERATOR, ttl_seconds=args.ttl
+            store, proposal_id=args.proposal, role=args.role, actor=LOCAL_OPERATOR, ttl_seconds=ttl
         )
     grant = issued.record
     return {
@@ -107,6 +103,9 @@ def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     # Imported here: every other command would otherwise pay for the MCP SDK and uvicorn.
+    import anyio
+    import structlog
+
     from capabilities.serving import (
         WebService,
         build_service_app,
@@ -133,7 +132,9 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
             _announce(address, as_json=args.json)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for received in signals:
-                    _log.warning("serve.stopping", signal=signal.Signals(received).name)
+                    structlog.get_logger("roundtable.serve").warning(
+                        "serve.stopping", signal=signal.Signals(received).name
+                    )
                     break
             tg.cancel_scope.cancel()
         await reviews.aclose()
@@ -151,10 +152,18 @@ def _announce(address: BoundAddress, *, as_json: bool) -> None:
 
 
 def _ttl(value: str) -> int:
+    from store.access import MAX_TTL_SECONDS
+
     ttl = int(value)
     if not 1 <= ttl <= MAX_TTL_SECONDS:
         raise argparse.ArgumentTypeError(f"must lie between 1 and {MAX_TTL_SECONDS}")
     return ttl
+
+
+def _capability_roles() -> list[str]:
+    from capabilities.policy import CAPABILITY_TOOLSETS
+
+    return sorted(CAPABILITY_TOOLSETS)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -195,8 +204,9 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cap_sub.required = True
     grant = cap_sub.add_parser("grant", parents=[common], help="mint a capability for a role on a proposal")
     grant.add_argument("--proposal", required=True, metavar="P")
-    grant.add_argument("--role", required=True, choices=sorted(CAPABILITY_TOOLSETS))
-    grant.add_argument("--ttl", type=_ttl, default=DEFAULT_GRANT_TTL_SECONDS, metavar="SECONDS")
+    add_lazy_choice(grant, "--role", load=_capability_roles, required=True)
+    # default None, filled in by the handler: the default lives in store.access, not imported here.
+    grant.add_argument("--ttl", type=_ttl, default=None, metavar="SECONDS")
     grant.set_defaults(handler=_capability_grant)
     cap_revoke = cap_sub.add_parser("revoke", parents=[common], help="revoke a capability")
     cap_revoke.add_argument("grant_id")

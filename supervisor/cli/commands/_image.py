@@ -1,4 +1,7 @@
-"""``roundtable image build [--offline]``, ``roundtable image build-example`` and ``roundtable doctor``."""
+"""``roundtable image build [--offline]``, ``roundtable image build-example`` and ``roundtable doctor``.
+
+The Docker SDK, the image builder and the store are imported by the handlers that use them.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,7 @@ import argparse
 import sys
 from typing import Any
 
-import anyio.to_thread
-
-from store import NotInitialized, RoundtableError, find_project_root, open_store
+from store.errors import NotInitialized, RoundtableError
 
 __all__ = ["register"]
 
@@ -19,6 +20,8 @@ def _progress(line: str) -> None:
 
 
 async def _build(args: argparse.Namespace) -> dict[str, Any]:
+    import anyio.to_thread
+
     from supervisor.image import build_role_image
 
     result = await anyio.to_thread.run_sync(
@@ -37,6 +40,8 @@ async def _build(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _build_example(args: argparse.Namespace) -> dict[str, Any]:
+    import anyio.to_thread
+
     from supervisor.image import build_example_agent
 
     result = await anyio.to_thread.run_sync(lambda: build_example_agent(tag=args.tag, progress=_progress))
@@ -51,6 +56,8 @@ def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
 
 
 async def _doctor(args: argparse.Namespace) -> dict[str, Any]:
+    import anyio.to_thread
+
     checks = [
         await anyio.to_thread.run_sync(_check_docker),
         await anyio.to_thread.run_sync(_check_image),
@@ -111,6 +118,8 @@ def _check_runtime_dir() -> dict[str, Any]:
 
 
 def _check_database(root: str | None) -> dict[str, Any]:
+    from store import find_project_root, open_store
+
     try:
         paths = find_project_root(root)
     except NotInitialized:

@@ -9,18 +9,21 @@ tokens are the boundary (docs/agents.md).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from capabilities.mcp.tools import build_registry
-from capabilities.principals import Principal, local_agent, local_operator
-from store import Store
 from supervisor.cli._project import open_services
+
+if TYPE_CHECKING:
+    from capabilities.principals import Principal
+    from store import Store
 
 __all__ = ["register"]
 
 
 async def _stdio(args: argparse.Namespace) -> None:
     from capabilities.mcp import RoundtableMCPServer  # the SDK is heavy; import it only to serve
+    from capabilities.mcp.tools import build_registry
+    from capabilities.principals import local_operator
     from supervisor.review import ReviewService
 
     with open_services(args.root) as services:
@@ -37,6 +40,7 @@ async def _stdio(args: argparse.Namespace) -> None:
 def _agent(store: Store, agent_id: str) -> Principal:
     """The principal of roster agent ``agent_id`` (refused off the roster and for launch-only roles)."""
     from capabilities.policy import agent_role
+    from capabilities.principals import local_agent
 
     return local_agent(agent_id, agent_role(store.config.agents, agent_id))
 

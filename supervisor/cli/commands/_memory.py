@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import anyio
-
 from store import parse_json
 from supervisor.cli._project import run_operator_tool
 
@@ -24,6 +22,8 @@ def _drop_none(**values: Any) -> dict[str, Any]:
 async def _record(args: argparse.Namespace) -> dict[str, Any]:
     body = args.body_md
     if args.body_file is not None:
+        import anyio
+
         body = await anyio.Path(args.body_file).read_text(encoding="utf-8")
     return await run_operator_tool(
         args.root,

@@ -14,13 +14,15 @@ with its real error: :mod:`supervisor.cli._background`).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from store import Store
-from store.config import ProviderName
 from supervisor.cli._background import Announcer, check_reviewable, progress_printer, start_detached
+from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._timeline_text import warning_lines
 from supervisor.cli.commands import _oracle_feedback
+
+if TYPE_CHECKING:
+    from store import Store
 
 __all__ = ["register"]
 
@@ -98,6 +100,12 @@ def _launch_detached(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _providers() -> list[str]:
+    from store.config import ProviderName
+
+    return list(ProviderName)
+
+
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``oracle launch``."""
     oracle = commands.add_parser("oracle", parents=[common], help="the MemoryOracle (advisory reviewer)")
@@ -113,7 +121,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     launch.add_argument(
         "--timeout", type=float, help="the launch deadline in seconds (default from config.toml)"
     )
-    launch.add_argument("--provider", choices=list(ProviderName), help="override the configured provider")
+    add_lazy_choice(launch, "--provider", load=_providers, help="override the configured provider")
     launch.add_argument("--announce-fd", type=int, help=argparse.SUPPRESS)
     launch.set_defaults(handler=_launch)
     _oracle_feedback.register_subcommands(sub, common)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from store import Verdict
+from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._project import run_operator_tool
 
 __all__ = ["register_subcommands", "stats_table"]
@@ -59,13 +59,19 @@ async def _stats(args: argparse.Namespace) -> dict[str, Any]:
     return {**answer, "message": stats_table(answer["providers"])}
 
 
+def _verdicts() -> list[str]:
+    from store import Verdict
+
+    return list(Verdict)
+
+
 def register_subcommands(sub: Any, common: argparse.ArgumentParser) -> None:
     """Add ``feedback`` and ``stats`` to the ``oracle`` group's subcommands ``sub``."""
     feedback = sub.add_parser(
         "feedback", parents=[common], help="confirm or dismiss an oracle warning (a new event)"
     )
     feedback.add_argument("event_id", metavar="EVENT_ID", type=int, help="the memory.oracle_warning event")
-    feedback.add_argument("--verdict", required=True, choices=list(Verdict))
+    add_lazy_choice(feedback, "--verdict", load=_verdicts, required=True)
     feedback.add_argument("--reason", help="why, in a few words (optional)")
     feedback.set_defaults(handler=_feedback)
     stats = sub.add_parser(

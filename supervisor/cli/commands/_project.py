@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from store import init_project, open_store
-
 __all__ = ["register"]
 
 
 def _init(args: argparse.Namespace) -> dict[str, Any]:
+    from store import init_project, open_store
+
     paths, created = init_project(args.root)
     store = open_store(paths)
     store.close()

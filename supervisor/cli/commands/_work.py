@@ -14,10 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
-
 from store.errors import InvalidArgument
-from store.patches import decode_patch
 from supervisor.cli._project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.cli._timeline_text import render_timeline
 from supervisor.cli.commands import _review
@@ -27,6 +24,8 @@ __all__ = ["register"]
 
 def _read_patch_file(name: str, max_bytes: int) -> str:
     """The patch text of ``FILE`` (``-``: stdin), refused past the limit or when not UTF-8."""
+    from store.patches import decode_patch
+
     try:
         if name == "-":
             data = sys.stdin.buffer.read(max_bytes + 1)
@@ -41,6 +40,8 @@ def _read_patch_file(name: str, max_bytes: int) -> str:
 async def _with_patch(
     root: str | None, tool: str, patch_file: str, arguments: dict[str, Any]
 ) -> dict[str, Any]:
+    import anyio.to_thread
+
     with open_services(root) as services:
         limit = services.store.config.policy.max_patch_bytes
         text = await anyio.to_thread.run_sync(_read_patch_file, patch_file, limit)
