@@ -34,7 +34,6 @@ from capabilities.mcp.tools import all_tools
 from capabilities.policy import Reach
 from capabilities.services import Services
 from capabilities.serving._transports import build_launch_app, serving
-from roles.oracle import MEMORY_ORACLE
 from store import Store, init_project, open_store
 from supervisor.logging import configure_logging
 
@@ -56,20 +55,23 @@ def _noop_allowed_for_the_oracle() -> Iterator[None]:
     """Let the oracle role call the benchmark's no-op, for this process and this block only.
 
     The policy's table (``ACCESS``) gets a ``bound`` cell for the no-op in the oracle's row, and
-    the allow-lists derived from it (``ROLE_TOOLSETS``, by roster role and by launch role name)
-    get the tool, so the no-op passes exactly the checks ``memory.query`` passes.
+    the toolsets derived from it (``ROLE_TOOLSETS``, ``CAPABILITY_TOOLSETS``) get the tool, so the
+    no-op passes exactly the checks ``memory.query`` passes.
     """
-    access, toolsets = policy.ACCESS, dict(policy.ROLE_TOOLSETS)
-    oracle_row = MappingProxyType({**access[MEMORY_ORACLE.roster_role], NOOP: Reach.BOUND})
-    patched = MappingProxyType({**access, MEMORY_ORACLE.roster_role: oracle_row})
-    setattr(policy, "ACCESS", patched)  # noqa: B010 (ACCESS is Final to every reader but this one)
-    for role in (MEMORY_ORACLE.roster_role, MEMORY_ORACLE.name):
-        policy.ROLE_TOOLSETS[role] = toolsets[role] | {NOOP}
+    role = policy.MEMORY_ORACLE_ROLE
+    access = policy.ACCESS
+    derived = (policy.ROLE_TOOLSETS, policy.CAPABILITY_TOOLSETS)
+    originals = [toolsets[role] for toolsets in derived]
+    oracle_row = MappingProxyType({**access[role], NOOP: Reach.BOUND})
+    setattr(policy, "ACCESS", MappingProxyType({**access, role: oracle_row}))  # noqa: B010 (Final elsewhere)
+    for toolsets in derived:
+        toolsets[role] = toolsets[role] | {NOOP}
     try:
         yield
     finally:
         setattr(policy, "ACCESS", access)  # noqa: B010
-        policy.ROLE_TOOLSETS.update(toolsets)
+        for toolsets, original in zip(derived, originals, strict=True):
+            toolsets[role] = original
 
 
 def _seed(store: Store, entries: int) -> tuple[str, str]:
