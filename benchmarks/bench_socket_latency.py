@@ -3,8 +3,10 @@
 A MemoryOracle capability calls ``memory.query`` (searching only its task and project scopes) and
 ``bench.noop`` (a tool registered only here, answering ``{}``) alternately, over the real MCP
 client, streamable HTTP and the per-launch Unix socket app. Both pay the same transport, JSON-RPC
-and per-request token verification; the difference is the scoped query itself. Prints p50/p95 of
-each and of their difference. Usage:
+and per-request token verification; the difference is the scoped query itself. Each round also
+times the store call alone (``store.memory.query`` with the same arguments and scopes, on this
+thread), so the part of the difference that is the query's SQL shows beside the rest. Prints
+p50/p95 of each, of the difference, and the p50 ratio of the query to the no-op. Usage:
 ``python -m benchmarks.bench_socket_latency [--calls N] [--entries M]``.
 """
 
@@ -17,6 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import anyio
@@ -28,12 +31,14 @@ import capabilities.policy as policy
 from benchmarks._timing import percentile
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
 from capabilities.mcp.tools import all_tools
+from capabilities.policy import Reach
 from capabilities.services import Services
 from capabilities.serving._transports import build_launch_app, serving
 from store import Store, init_project, open_store
 from supervisor.logging import configure_logging
 
 NOOP = "bench.noop"
+STORE_CALL = "store.memory.query alone"
 _WORDS = "sql builder cache index migration auth token retry queue worker cursor deploy rollback".split()
 
 
@@ -47,13 +52,26 @@ async def _noop(call: ToolCall) -> dict[str, Any]:
 
 @contextmanager
 def _noop_allowed_for_the_oracle() -> Iterator[None]:
-    """Let the oracle role call the benchmark's no-op, for this process and this block only."""
-    original = policy.ROLE_TOOLSETS["memory_oracle"]
-    policy.ROLE_TOOLSETS["memory_oracle"] = original | {NOOP}
+    """Let the oracle role call the benchmark's no-op, for this process and this block only.
+
+    The policy's table (``ACCESS``) gets a ``bound`` cell for the no-op in the oracle's row, and
+    the toolsets derived from it (``ROLE_TOOLSETS``, ``CAPABILITY_TOOLSETS``) get the tool, so the
+    no-op passes exactly the checks ``memory.query`` passes.
+    """
+    role = policy.MEMORY_ORACLE_ROLE
+    access = policy.ACCESS
+    derived = (policy.ROLE_TOOLSETS, policy.CAPABILITY_TOOLSETS)
+    originals = [toolsets[role] for toolsets in derived]
+    oracle_row = MappingProxyType({**access[role], NOOP: Reach.BOUND})
+    setattr(policy, "ACCESS", MappingProxyType({**access, role: oracle_row}))  # noqa: B010 (Final elsewhere)
+    for toolsets in derived:
+        toolsets[role] = toolsets[role] | {NOOP}
     try:
         yield
     finally:
-        policy.ROLE_TOOLSETS["memory_oracle"] = original
+        setattr(policy, "ACCESS", access)  # noqa: B010
+        for toolsets, original in zip(derived, originals, strict=True):
+            toolsets[role] = original
 
 
 def _seed(store: Store, entries: int) -> tuple[str, str]:
@@ -89,8 +107,9 @@ async def _measure(store: Store, calls: int, entries: int, sock: str) -> dict[st
     spec = ToolSpec(NOOP, "does nothing", _NoArgs, _noop, read_only=True, idempotent=True)
     registry = ToolRegistry([*all_tools(), spec])
     app = build_launch_app(Services(store=store), issued.record.id, registry=registry)
-    samples: dict[str, list[float]] = {"memory.query": [], NOOP: [], "difference": []}
+    samples: dict[str, list[float]] = {"memory.query": [], NOOP: [], "difference": [], STORE_CALL: []}
     query = {"query": "sql", "limit": 10}
+    scopes = issued.record.scopes
     async with (
         serving(app, uds=sock),
         httpx2.AsyncClient(
@@ -110,6 +129,9 @@ async def _measure(store: Store, calls: int, entries: int, sock: str) -> dict[st
             result = await client.call_tool(NOOP, {})
             noop = time.perf_counter() - start
             assert not result.is_error, result
+            start = time.perf_counter()
+            store.memory.query(query["query"], limit=query["limit"], allowed_scopes=scopes)
+            samples[STORE_CALL].append(time.perf_counter() - start)
             samples["memory.query"].append(scoped)
             samples[NOOP].append(noop)
             samples["difference"].append(scoped - noop)
@@ -136,6 +158,8 @@ def main() -> None:
             f"  {label:<32} p50 {percentile(values, 50) * 1000:8.3f} ms"
             f"   p95 {percentile(values, 95) * 1000:8.3f} ms"
         )
+    ratio = percentile(samples["memory.query"], 50) / percentile(samples[NOOP], 50)
+    print(f"  memory.query / {NOOP} at p50: {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,11 @@
   constraint violation :class:`~store.errors.Conflict`, anything else
   :class:`~store.errors.InternalError`;
 - :meth:`Database.run` moves any blocking call onto a worker thread (``anyio.to_thread``) behind a
-  :class:`anyio.CapacityLimiter`, so async code never blocks its event loop on SQLite.
+  :class:`anyio.CapacityLimiter`, so async code never blocks its event loop on SQLite;
+- :meth:`Database.run_inline` is the one exception, for a read of a row or two made on every
+  request (authentication): it runs on the caller's thread, on a connection that never waits for a
+  lock and cannot write, and moves to a worker thread as :meth:`Database.run` does the moment
+  SQLite answers busy.
 """
 
 from __future__ import annotations
@@ -79,6 +83,7 @@ class Database:
         self.busy_timeout_ms = busy_timeout_ms
         self.write_attempts = write_attempts
         self._local = threading.local()
+        self._inline = threading.local()  # .active: inside run_inline on this thread; .conn: its connection
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._write_lock = threading.RLock()
@@ -88,28 +93,35 @@ class Database:
     # -- connections ---------------------------------------------------------------------------
 
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        """This thread's connection, opened on first use (inside :meth:`run_inline`: its own)."""
+        inline = getattr(self._inline, "active", False)
+        where = self._inline if inline else self._local
+        conn: sqlite3.Connection | None = getattr(where, "conn", None)
         if conn is None:
             if self._closed:
                 raise InternalError("the database is closed")
-            conn = self._open()
-            self._local.conn = conn
+            conn = self._open(inline=inline)
+            where.conn = conn
             with self._all_lock:
                 self._all.append(conn)
         return conn
 
-    def _open(self) -> sqlite3.Connection:
+    def _open(self, *, inline: bool = False) -> sqlite3.Connection:
+        # An inline connection waits for no lock (busy is at once an answer: run it on a worker
+        # instead) and refuses writes even if one slipped past write()'s own check.
+        busy_timeout_ms = 0 if inline else int(self.busy_timeout_ms)
         uri = f"file:{self.path}?mode=ro" if self.readonly else f"file:{self.path}"
         conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, timeout=self.busy_timeout_ms / 1000, check_same_thread=False
+            uri, uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000, check_same_thread=False
         )
         conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = FULL")
-        if not self.readonly:
-            self._ensure_wal(conn)
+        if inline:
+            conn.execute("PRAGMA query_only = ON")
+        elif not self.readonly:
+            self._ensure_wal(conn)  # may wait for a lock; the store's own connections set WAL first
         return conn
 
     def _ensure_wal(self, conn: sqlite3.Connection) -> None:
@@ -138,6 +150,7 @@ class Database:
             with suppress(sqlite3.Error):  # already unusable; nothing more to release
                 conn.close()
         self._local = threading.local()
+        self._inline = threading.local()
 
     # -- transactions --------------------------------------------------------------------------
 
@@ -166,6 +179,8 @@ class Database:
         """
         if self.readonly:
             raise InternalError("this database handle is read-only")
+        if getattr(self._inline, "active", False):
+            raise InternalError("a write never runs inline on the event loop; use Database.run")
         try:
             for attempt in Retrying(
                 retry=retry_if_exception(is_busy_error),
@@ -208,3 +223,28 @@ class Database:
             return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc) from exc
+
+    async def run_inline(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run a brief, read-only store call on this thread; on a worker thread if SQLite is busy.
+
+        For reads of a row or two by index made on every request (authenticating a bearer token),
+        where the trip to a worker thread and back costs many times the read itself. ``fn`` runs
+        here, reading through a connection of its own that waits for no lock (``busy_timeout = 0``)
+        and cannot write (``query_only``; :meth:`write` refuses too). If SQLite answers busy, ``fn``
+        runs again through :meth:`run`, so the answer is the same as from :meth:`run`, only sooner.
+        ``fn`` must be a read that is safe to repeat, and brief: anything that scans belongs in
+        :meth:`run`.
+        """
+        if getattr(self._inline, "active", False):  # already inline: a nested call reads here too
+            return fn(*args, **kwargs)
+        self._inline.active = True
+        try:
+            return fn(*args, **kwargs)
+        except StoreBusy:
+            pass  # fn's read went through read(), which translated the busy answer
+        except sqlite3.Error as exc:
+            if not is_busy_error(exc):
+                raise translate_sqlite_error(exc) from exc
+        finally:
+            self._inline.active = False
+        return await self.run(fn, *args, **kwargs)
