@@ -1,24 +1,48 @@
-"""Memory store: record and query 100,000 entries.
+"""Memory store: record and query, on two corpora, every figure beside a baseline of the same run.
 
-Prints record throughput (single calls, each its own durable transaction, and bulk import in
-batches) and ``memory.query`` latency for several query shapes, each beside a bare SQLite scan of
-the same text columns measured in the same run: the floor any substring search over the store
-must pay. Usage: ``python -m benchmarks.bench_memory [--entries N] [--repeat R]``.
+Corpora:
+
+- ``vocabulary``, the original: entries drawn from 34 words, so every query matches nearly every
+  entry and no index can help; kept so that its figures compare with earlier runs;
+- ``realistic`` (:mod:`benchmarks._corpus`): Zipf over 40,000 words plus code identifiers, titles
+  of 4 to 12 words, bodies of 30 to 300; at ``--entries`` (100,000) and, with ``--million``,
+  at 1,000,000 as well (its load alone takes several minutes).
+
+The baseline of every query row, **bare scan**, is the one this benchmark always used: on a plain
+``sqlite3`` connection of its own, ``SELECT count(*) FROM memory_entries WHERE instr(lc_title, q) >
+0 OR instr(lc_body, q) > 0 OR instr(lc_scope, q) > 0 OR instr(lc_kind, q) > 0``. It reads the four
+lower-cased text columns of every row, tests them for the needle and hands back only a count: the
+floor any scanning substring search pays, without scoring, ordering or returning anything. Rows
+with a second baseline say so:
+
+- ``scan path``: ``memory.query``'s own substring search forced past the trigram index (what it
+  did before the index), same answer: "no slower than the scan" is the ratio to this;
+- ``bare fetch`` (``limit`` 0): the bare scan selecting the entry columns of its matches instead,
+  read into Python tuples: the floor of handing every match back.
+
+Operations of one row are timed in turn, round after round (:func:`benchmarks._timing.time_together`),
+and each ratio is of medians. Usage: ``python -m benchmarks.bench_memory [--entries N] [--repeat R]
+[--million] [--corpus vocabulary|realistic|both]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sqlite3
 import tempfile
 import time
-from functools import partial
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks._timing import time_repeated
-from store import init_project, open_store
+from benchmarks._corpus import Corpus
+from benchmarks._timing import Timing, time_together
+from store import Store, init_project, open_store
+from store.memory._query import search  # the forced scan path; not a public API
+from store.memory._search import MemoryFilter
 
 _WORDS = (
     "sql builder query cache index migration schema auth token retry backoff queue worker "
@@ -26,8 +50,19 @@ _WORDS = (
     "latency budget owner reviewer vote consensus decision constraint memory oracle patch"
 ).split()
 
+_CORE_COLUMNS = "id, scope, kind, title, body_md, source_event_id, importance, status, created_at, updated_at"
+_BARE_WHERE = " OR ".join(f"instr({col}, ?1) > 0" for col in ("lc_title", "lc_body", "lc_scope", "lc_kind"))
 
-def _entry(rng: random.Random, index: int) -> dict[str, object]:
+
+def _vocabulary_entries(rng: random.Random) -> Iterator[dict[str, object]]:
+    """The original corpus, entry for entry as this benchmark always drew it."""
+    index = 0
+    while True:
+        yield _vocabulary_entry(rng, index)
+        index += 1
+
+
+def _vocabulary_entry(rng: random.Random, index: int) -> dict[str, object]:
     title = " ".join(rng.choices(_WORDS, k=5))
     body = " ".join(rng.choices(_WORDS, k=60))
     return {
@@ -39,65 +74,169 @@ def _entry(rng: random.Random, index: int) -> dict[str, object]:
     }
 
 
+@dataclass(frozen=True)
+class Case:
+    """One query row: what ``memory.query`` is asked, and which extra baselines it is shown with."""
+
+    label: str
+    query: str
+    options: dict[str, Any] = field(default_factory=dict)
+    scan_path: bool = False
+    bare_fetch: bool = False
+    as_json: bool = False
+    goal: str = ""
+    rounds: int = 1
+    """Repetitions per ``--repeat`` (cheap rows take more, for a steadier p95)."""
+
+
+def _load(store: Store, entries: Iterator[dict[str, object]], count: int, single: int) -> None:
+    """Record ``count`` entries, the first ``single`` one call at a time, and print the rates."""
+    start = time.perf_counter()
+    for _ in range(min(single, count)):
+        store.memory.record(actor="bench", **next(entries))  # type: ignore[arg-type]
+    one = time.perf_counter() - start
+    batch, bulk_count = 5_000, max(0, count - single)
+    start = time.perf_counter()
+    for offset in range(0, bulk_count, batch):
+        items = [next(entries) for _ in range(min(batch, bulk_count - offset))]
+        store.memory.record_many(items, actor="bench")
+    bulk = time.perf_counter() - start
+    print(f"entries: {count}")
+    print(f"record, one durable transaction per call: {single / one:10.0f} entries/s")
+    if bulk_count:
+        print(f"record_many, batches of {batch}:            {bulk_count / bulk:10.0f} entries/s")
+
+
+def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None:
+    """Time one case with its baselines and print them, the baseline first."""
+    needle = case.query.lower()
+
+    def bare() -> object:
+        return raw.execute(f"SELECT count(*) FROM memory_entries WHERE {_BARE_WHERE}", (needle,)).fetchone()
+
+    def query() -> list[Any]:
+        return store.memory.query(case.query, **case.options)
+
+    operations: list[tuple[str, Callable[[], object]]] = [(f"bare scan instr '{needle}'", bare)]
+    operations.append((case.label, query))
+    if case.scan_path:
+        limit = int(case.options.get("limit", 10))
+        filters = MemoryFilter(case.options.get("scope"), None, None, False, limit)
+
+        def scan() -> object:
+            return store.db.read(lambda conn: search(conn, case.query, filters, indexed=False))
+
+        operations.append(("  the same, forced to scan (scan path)", scan))
+    if case.bare_fetch:
+
+        def fetch() -> object:
+            sql = f"SELECT {_CORE_COLUMNS} FROM memory_entries WHERE {_BARE_WHERE}"
+            return raw.execute(sql, (needle,)).fetchall()
+
+        operations.append(("  bare fetch of the matches' columns", fetch))
+    if case.as_json:
+
+        def answer() -> object:
+            return json.dumps({"entries": [entry.core() for entry in query()]})
+
+        operations.append(("  the same as the tool's JSON answer", answer))
+    baseline, measured, *others = time_together(*operations, repeat=repeat * case.rounds)
+    print(baseline.line())
+    print(measured.line(baseline) + (f"   goal {case.goal}" if case.goal else ""))
+    for other in others:
+        print(_against(other, baseline, measured))
+
+
+def _against(other: Timing, baseline: Timing, measured: Timing) -> str:
+    """A second baseline's line, with the measured row's ratio to it."""
+    return other.line(baseline) + f"   (query at x{measured.median / other.median:5.2f} of this)"
+
+
+def _vocabulary_cases() -> list[Case]:
+    return [
+        Case("query 'rollback' (common word)", "rollback", scan_path=True),
+        Case("query 'sql builder' (rare phrase)", "sql builder", scan_path=True),
+        Case("query 'zzz-absent' (no match)", "zzz-absent", scan_path=True),
+        Case("query 'rollback' scope=project", "rollback", {"scope": "project"}),
+        Case("query '' (empty: by importance)", ""),
+        Case("query 'rollback' limit=0 (all matches)", "rollback", {"limit": 0}, bare_fetch=True),
+        Case("query 'rollback cache' match=ranked", "rollback cache", {"match": "ranked"}),
+    ]
+
+
+def _substring(label: str, query: str, options: dict[str, Any] | None = None, **more: Any) -> Case:
+    """A substring row, shown beside the forced scan path as well."""
+    return Case(f"substring '{query}' {label}", query, options or {}, scan_path=True, **more)
+
+
+def _realistic_cases(corpus: Corpus, *, full: bool) -> list[Case]:
+    terms = corpus.terms
+    ranked = {"match": "ranked"}
+    project = {"scope": "project"}
+    fast, no_slower = "p95 <= 5 ms, x0.05", "<= the scan path"
+    return [
+        Case(f"ranked '{terms.ranked[0]}' (mid words)", terms.ranked[0], ranked, goal=fast, rounds=3),
+        Case(f"ranked '{terms.ranked[1]}'", terms.ranked[1], ranked, goal=fast, rounds=3),
+        Case(f"ranked '{terms.ranked[2]}' (common pair)", terms.ranked[2], ranked, goal=fast),
+        _substring("(rare word)", terms.rare, goal="x0.10", rounds=3),
+        _substring("(rare identifier)", terms.rare_identifier, goal="x0.10", rounds=3),
+        _substring("scope=project", terms.rare, project, rounds=3),
+        _substring("(common)", terms.common, goal=no_slower),
+        _substring("scope=project", terms.common, project, goal=no_slower),
+        _substring("(in every entry)", terms.very_common, goal=no_slower),
+        _substring("(2 chars: no trigram, scans)", "ab"),
+        Case("query '' (empty: by importance)", ""),
+        Case(
+            f"'{terms.common}' limit=0 (every match)",
+            terms.common,
+            {"limit": 0},
+            bare_fetch=True,
+            as_json=full,
+            goal="<= x3.00",
+        ),
+    ]
+
+
+def _bench(
+    label: str, entries: Iterator[dict[str, object]], count: int, cases: list[Case], args: Any, repeat: int
+) -> None:
+    """Load ``count`` entries into a new project and run every case on it."""
+    print(f"== {label} ==")
+    with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
+        paths, _ = init_project(Path(tmp))
+        store = open_store(paths)
+        _load(store, entries, count, args.single)
+        print()
+        raw = sqlite3.connect(paths.database)
+        for case in cases:
+            _run(store, raw, case, repeat)
+        raw.close()
+        store.close()
+    print()
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--single", type=int, default=300, help="entries recorded one call at a time")
+    parser.add_argument("--corpus", choices=("vocabulary", "realistic", "both"), default="both")
+    parser.add_argument("--million", action="store_true", help="also the realistic corpus at 1,000,000")
+    parser.add_argument("--million-repeat", type=int, default=5, help="--repeat at 1,000,000 entries")
     args = parser.parse_args()
 
-    rng = random.Random(7)
-    with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
-        paths, _ = init_project(Path(tmp))
-        store = open_store(paths)
-
-        start = time.perf_counter()
-        for index in range(args.single):
-            store.memory.record(actor="bench", **_entry(rng, index))  # type: ignore[arg-type]
-        single = time.perf_counter() - start
-
-        start = time.perf_counter()
-        batch = 5_000
-        for offset in range(args.single, args.entries, batch):
-            items = [_entry(rng, i) for i in range(offset, min(args.entries, offset + batch))]
-            store.memory.record_many(items, actor="bench")
-        bulk = time.perf_counter() - start
-        bulk_count = args.entries - args.single
-
-        print(f"entries: {args.entries}")
-        print(f"record, one durable transaction per call: {args.single / single:10.0f} entries/s")
-        print(f"record_many, batches of {batch}:            {bulk_count / bulk:10.0f} entries/s")
-        print()
-
-        raw = sqlite3.connect(paths.database)
-
-        def bare_scan(needle: str) -> None:
-            # The floor: read the four text columns of every row and test for the needle.
-            raw.execute(
-                "SELECT count(*) FROM memory_entries WHERE instr(lc_title, ?1) > 0 OR instr(lc_body, ?1) > 0"
-                " OR instr(lc_scope, ?1) > 0 OR instr(lc_kind, ?1) > 0",
-                (needle,),
-            ).fetchone()
-
-        cases: list[tuple[str, str, dict[str, Any]]] = [
-            ("query 'rollback' (common word)", "rollback", {}),
-            ("query 'sql builder' (rare phrase)", "sql builder", {}),
-            ("query 'zzz-absent' (no match)", "zzz-absent", {}),
-            ("query 'rollback' scope=project", "rollback", {"scope": "project"}),
-            ("query '' (empty: by importance)", "", {}),
-            ("query 'rollback' limit=0 (all matches)", "rollback", {"limit": 0}),
-            ("query 'rollback cache' match=ranked", "rollback cache", {"match": "ranked"}),
-        ]
-        for label, needle, extra in cases:
-            baseline = time_repeated(
-                f"bare scan instr '{needle}'", partial(bare_scan, needle), repeat=args.repeat
-            )
-            measured = time_repeated(label, partial(store.memory.query, needle, **extra), repeat=args.repeat)
-            print(baseline.line())
-            print(measured.line(baseline))
-        raw.close()
-        store.close()
+    if args.corpus in ("vocabulary", "both"):
+        entries = _vocabulary_entries(random.Random(7))
+        _bench("vocabulary corpus (34 words)", entries, args.entries, _vocabulary_cases(), args, args.repeat)
+    if args.corpus in ("realistic", "both"):
+        corpus = Corpus()
+        cases = _realistic_cases(corpus, full=True)
+        _bench("realistic corpus", corpus.entries(0, args.entries), args.entries, cases, args, args.repeat)
+    if args.million:
+        corpus = Corpus()
+        cases = _realistic_cases(corpus, full=False)
+        _bench("realistic corpus", corpus.entries(0, 1_000_000), 1_000_000, cases, args, args.million_repeat)
 
 
 if __name__ == "__main__":

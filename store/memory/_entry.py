@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "SummaryResult",
     "entry_dict",
     "entry_from_row",
+    "entry_from_values",
     "parse_json_column",
 ]
 
@@ -105,8 +107,43 @@ def entry_from_row(row: sqlite3.Row) -> MemoryEntry:
         importance=int(row["importance"]),
         pinned=bool(row["pinned"]),
         revision=int(row["revision"]),
-        score=None if score is None else (int(score) if float(score).is_integer() else float(score)),
+        score=_score(score),
     )
+
+
+def _score(score: Any) -> int | float | None:
+    """A score as the tools answer it: an integer when it is whole (a count, an importance)."""
+    return None if score is None else (int(score) if float(score).is_integer() else float(score))
+
+
+_STORED = [spec.name for spec in dataclasses.fields(MemoryEntry) if spec.name != "score"]
+_TAGS, _PROVENANCE, _CHECKS, _SOURCE_EVENT, _IMPORTANCE, _PINNED, _REVISION = (
+    _STORED.index(name)
+    for name in ("tags", "provenance", "checks", "source_event_id", "importance", "pinned", "revision")
+)
+
+
+def _json_or(text: object, default: type[list[Any]] | type[dict[str, Any]]) -> Any:
+    """:func:`parse_json_column`, without decoding the stored defaults ``[]`` and ``{}``."""
+    if (text == "[]" and default is list) or (text == "{}" and default is dict):
+        return default()
+    return parse_json_column(text, default())
+
+
+def entry_from_values(values: Sequence[Any], score: object = None) -> MemoryEntry:
+    """:func:`entry_from_row` for a plain tuple in :data:`ENTRY_COLUMNS` order (extra values after
+    them are ignored), with its ``score``: the same record, built without looking columns up by
+    name, for the searches that build thousands of entries at a time."""
+    fields = list(values[: len(_STORED)])
+    fields[_TAGS] = _json_or(fields[_TAGS], list)
+    fields[_PROVENANCE] = _json_or(fields[_PROVENANCE], dict)
+    fields[_CHECKS] = _json_or(fields[_CHECKS], list)
+    fields[_SOURCE_EVENT] = int(fields[_SOURCE_EVENT] or 0)  # stored as NULL, read back as 0
+    fields[_IMPORTANCE] = int(fields[_IMPORTANCE])
+    fields[_PINNED] = bool(fields[_PINNED])
+    fields[_REVISION] = int(fields[_REVISION])
+    fields.append(_score(score))
+    return MemoryEntry(*fields)
 
 
 def entry_dict(row: sqlite3.Row) -> dict[str, Any]:

@@ -16,12 +16,25 @@ from typing import Any
 
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry
 
-__all__ = ["MemoryFilter", "ranked_query", "render_summary", "substring_query", "summary_query"]
+__all__ = [
+    "TRIGRAM",
+    "MemoryFilter",
+    "candidates_probe",
+    "ranked_keys",
+    "reach_probe",
+    "render_summary",
+    "substring_keys",
+    "summary_query",
+    "trigram_phrase",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
 
 Statement = tuple[str, dict[str, Any]]
+
+TRIGRAM = 3
+"""The shortest needle the trigram index can find: the length of one trigram."""
 
 SUMMARIES_LAST = "(m.lc_kind = 'summary') ASC"
 """The first sort key of ``memory.query``: ``summary`` entries (any case) rank after every other
@@ -57,9 +70,33 @@ class MemoryFilter:
         return where, params
 
 
-def substring_query(needle: str, filters: MemoryFilter) -> Statement:
-    """The seed's scorer; an empty needle scores every entry by its importance."""
+def trigram_phrase(needle: str) -> str | None:
+    """The FTS5 ``MATCH`` string that finds ``needle`` in the trigram index, or ``None`` when the
+    index cannot answer for it and the search scans instead.
+
+    The phrase is the needle in double quotes with embedded quotes doubled; inside it FTS5 has no
+    other syntax, and the trigram tokenizer turns it into the needle's consecutive trigrams, which
+    match only a column that contains the needle. It cannot for a needle shorter than three
+    characters (no trigram at all), nor one holding NUL (FTS5 ends the phrase there; stored text
+    holds none, so the scan finds nothing either). A few characters it reads alike (U+FFFE and
+    U+FFFF as U+FFFD) only widen the candidates, which the exact count then narrows.
+    """
+    if len(needle) < TRIGRAM or "\x00" in needle:
+        return None
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def substring_keys(needle: str, filters: MemoryFilter, *, indexed: bool) -> Statement:
+    """The seed's scorer: ``(rowid, score)`` of every match in the contract's order, up to the limit.
+
+    The score is counted in SQL on the lower-cased shadow columns, as it always was; an empty
+    needle scores every entry by its importance. ``indexed`` (only for a needle with a
+    :func:`trigram_phrase`) reads the candidates from the trigram index instead of every row:
+    they are a superset of the matches, and the same presence test and count decide, so the
+    answer is the same row for row.
+    """
     where, params = filters.where()
+    source = "memory_entries AS m"
     if needle == "":
         score_sql = "m.importance"
     else:
@@ -70,29 +107,58 @@ def substring_query(needle: str, filters: MemoryFilter) -> Statement:
         # Cheap presence test first, so only matching rows are scored.
         where.append("(" + " OR ".join(f"instr({col}, :q) > 0" for col in _LC_COLUMNS) + ")")
         params["q"] = needle
+        if indexed:
+            # CROSS JOIN keeps the index as the outer loop: each candidate is one rowid lookup.
+            source = "memory_trigram CROSS JOIN memory_entries AS m ON m.rowid = memory_trigram.rowid"
+            where.append("memory_trigram MATCH :phrase")
+            params["phrase"] = trigram_phrase(needle)
     sql = (
-        f"SELECT {ENTRY_COLUMNS}, {score_sql} AS score FROM memory_entries AS m"
+        f"SELECT m.rowid, {score_sql} AS score FROM {source}"
         f" WHERE {' AND '.join(where) or '1'}"
         f" ORDER BY {SUMMARIES_LAST}, score DESC, m.importance DESC, m.id ASC LIMIT :limit"
     )
     return sql, params
 
 
-def ranked_query(text: str, filters: MemoryFilter) -> Statement:
-    """BM25 over the full-text index, any word matching; no words at all means every entry."""
+def ranked_keys(text: str, filters: MemoryFilter) -> Statement:
+    """BM25 over the full-text index, any word matching: ``(rowid, score)`` in rank order; no
+    words at all means every entry, by importance."""
     words = _WORD.findall(text.lower())
     if not words:
-        return substring_query("", filters)
+        return substring_keys("", filters, indexed=False)
     where, params = filters.where()
     # Any-word semantics: each distinct word is a quoted FTS5 string, OR-ed together.
     params["fts"] = " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
     sql = (
-        f"SELECT {ENTRY_COLUMNS}, -bm25(memory_fts) AS score FROM memory_fts"
+        "SELECT m.rowid, -bm25(memory_fts) AS score FROM memory_fts"
         " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
         f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
         f" ORDER BY {SUMMARIES_LAST}, bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
     )
     return sql, params
+
+
+def candidates_probe(phrase: str, cap: int) -> Statement:
+    """How many rows the trigram index holds for ``phrase``, counting no further than ``cap``."""
+    sql = "SELECT count(*) FROM (SELECT 1 FROM memory_trigram WHERE memory_trigram MATCH :phrase LIMIT :cap)"
+    return sql, {"phrase": phrase, "cap": cap}
+
+
+def reach_probe(filters: MemoryFilter, cap: int) -> Statement | None:
+    """How many rows a scan reaches through the scope index (counting no further than ``cap``),
+    or ``None`` when no scope narrows it and a scan reads every row."""
+    params: dict[str, Any] = {"cap": cap}
+    if filters.scope is not None:
+        where = "m.scope = :scope"
+        params["scope"] = filters.scope
+    elif filters.allowed_scopes is not None:
+        where = _in_clause("m.scope", "allowed", sorted(filters.allowed_scopes), params)
+    else:
+        return None
+    if filters.kind is not None:
+        where += " AND m.kind = :kind"
+        params["kind"] = filters.kind
+    return f"SELECT count(*) FROM (SELECT 1 FROM memory_entries AS m WHERE {where} LIMIT :cap)", params
 
 
 def summary_query(filters: dict[str, str | None], allowed_scopes: frozenset[str] | None) -> Statement:

@@ -8,7 +8,8 @@ contract in CONTRACTS.md ("Memory tools"), kept from the seed system:
 - ``query`` scores by the number of non-overlapping occurrences of the whole lower-cased,
   untrimmed query in title, body, scope and kind, computed in SQL over lower-cased shadow
   columns (Python's Unicode ``lower()`` at write time, SQLite's ``replace()``/``length()`` at
-  read time); an empty query scores by importance;
+  read time), on the candidates of a trigram index when that prunes (:mod:`store.memory._query`);
+  an empty query scores by importance;
 - ``summarize`` compares every supplied filter with the entry's scope and drops ``stale``;
 - ``mark_stale`` appends the reason to the body.
 
@@ -36,7 +37,8 @@ from store.events import append_event
 from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
 from store.memory._ownership import MemoryWriter, writer_owns
-from store.memory._search import MemoryFilter, ranked_query, render_summary, substring_query, summary_query
+from store.memory._query import search
+from store.memory._search import MemoryFilter, render_summary, summary_query
 from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
 __all__ = ["MAX_QUERY_CHARS", "MemoryStore", "optional_filter"]
@@ -108,11 +110,7 @@ class MemoryStore:
             raise InvalidArgument('match must be "substring" or "ranked"')
 
         filters = MemoryFilter(scope_f, kind_f, allowed_scopes, exclude_stale, count)
-        sql, params = (
-            ranked_query(text, filters) if match == "ranked" else substring_query(text.lower(), filters)
-        )
-        rows = self.db.read(lambda conn: conn.execute(sql, params).fetchall())
-        return [entry_from_row(row) for row in rows]
+        return self.db.read(lambda conn: search(conn, text, filters, ranked=match == "ranked"))
 
     def summarize(
         self,

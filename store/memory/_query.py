@@ -1,0 +1,108 @@
+"""Running ``memory.query`` on a connection: the path, the ranked keys, then the rows.
+
+Three steps, all in the caller's read transaction, so the answer is one snapshot:
+
+1. the path (:func:`use_trigrams`), for a substring needle of three characters or more: the
+   trigram index (``0009_memory_trigram.sql``) when its candidates are fewer than the rows a
+   scan would read (every row, or the rows of the filtered scopes through the scope index);
+   each count stops at its bound, so asking costs little. A needle the index cannot find
+   (:func:`~store.memory._search.trigram_phrase`) scans. Either path gives the same answer;
+   only the rows it reads differ;
+2. the keys: one statement finds, scores and orders the matches (:func:`substring_keys`,
+   :func:`ranked_keys`) and answers ``(rowid, score)`` only, so SQLite's sorter never holds
+   whole entries;
+3. the rows (:func:`entries_in_order`): read by rowid, :data:`CHUNK` at a time, and built into
+   entries as they arrive, in the order of the keys. ``limit`` 0 (every match) costs the keys
+   plus one pass over the matching rows.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
+from store.memory._search import (
+    MemoryFilter,
+    candidates_probe,
+    ranked_keys,
+    reach_probe,
+    substring_keys,
+    trigram_phrase,
+)
+
+__all__ = ["CHUNK", "FEW", "entries_in_order", "search", "use_trigrams"]
+
+CHUNK = 256
+"""Rows read per statement once the keys are known."""
+
+FEW = 1_000
+"""Candidates so few that the trigram index takes them without asking what a scan would read."""
+
+_ROWS = (
+    f"SELECT {ENTRY_COLUMNS}, m.rowid FROM memory_entries AS m"
+    " WHERE m.rowid IN (SELECT value FROM json_each(?))"
+)
+
+
+def search(
+    conn: sqlite3.Connection,
+    text: str,
+    filters: MemoryFilter,
+    *,
+    ranked: bool = False,
+    indexed: bool | None = None,
+) -> list[MemoryEntry]:
+    """The entries ``memory.query`` answers for ``text`` (not yet lower-cased) and ``filters``.
+
+    ``indexed`` overrides step 1 for tests and benchmarks: ``True`` takes the trigram index
+    whenever the needle allows it, ``False`` always scans; ``None`` (the store's) decides.
+    """
+    if ranked:
+        sql, params = ranked_keys(text, filters)
+    else:
+        needle = text.lower()
+        if indexed is None:
+            indexed = use_trigrams(conn, needle, filters)
+        sql, params = substring_keys(needle, filters, indexed=indexed and trigram_phrase(needle) is not None)
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    keys: list[tuple[int, Any]] = cursor.execute(sql, params).fetchall()
+    return list(entries_in_order(conn, keys))
+
+
+def use_trigrams(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -> bool:
+    """Whether the trigram index reads fewer rows for ``needle`` than a scan would; ``False`` when
+    the index cannot find the needle at all.
+
+    Fewer than :data:`FEW` candidates always take the index. Otherwise a scan of the whole table,
+    which reads rows in order and so more cheaply than the index's lookups, wins from half of its
+    rows on; a scan through a scope filter reads rows by lookup too, and wins once the scope holds
+    fewer rows than the index has candidates. Every count stops at the bound it is tested against.
+    """
+    phrase = trigram_phrase(needle)
+    if phrase is None:
+        return False
+    if _count(conn, candidates_probe(phrase, FEW)) < FEW:
+        return True
+    total = _count(conn, ("SELECT coalesce(max(rowid), 0) FROM memory_entries", {}))  # >= the rows
+    probe = reach_probe(filters, total)
+    bound = total // 2 if probe is None else _count(conn, probe)
+    return _count(conn, candidates_probe(phrase, bound + 1)) <= bound
+
+
+def _count(conn: sqlite3.Connection, statement: tuple[str, dict[str, Any]]) -> int:
+    return int(conn.execute(*statement).fetchone()[0])
+
+
+def entries_in_order(conn: sqlite3.Connection, keys: Sequence[tuple[int, Any]]) -> Iterator[MemoryEntry]:
+    """The entries of ``(rowid, score)`` keys, in the keys' order, read :data:`CHUNK` rows at a time."""
+    cursor = conn.cursor()
+    cursor.row_factory = None
+    for start in range(0, len(keys), CHUNK):
+        chunk = keys[start : start + CHUNK]
+        wanted = "[" + ",".join(str(rowid) for rowid, _ in chunk) + "]"
+        rows = {row[-1]: row for row in cursor.execute(_ROWS, (wanted,))}
+        for rowid, score in chunk:
+            yield entry_from_values(rows[rowid], score)
