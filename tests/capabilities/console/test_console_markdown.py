@@ -94,7 +94,7 @@ def test_headings_start_at_the_level_asked_and_stop_at_h6(level: int, tag: str) 
         "![pixel](https://tracker.example/p.gif)",
         "![x](javascript:alert(1))",
         '[x](https://example.org "title\\" onmouseover=\\"alert(1)")',
-        "<http://example.org/\" onclick=\"alert(1)>",
+        '<http://example.org/" onclick="alert(1)>',
         "`<script>`",
     ],
 )
@@ -106,9 +106,7 @@ def test_injections_stay_inert(text: str) -> None:
 
 def test_raw_html_is_shown_as_text() -> None:
     out = render_markdown('<script>alert("x")</script> and <b onclick="x()">bold</b>')
-    assert out == (
-        '<p>&lt;script&gt;alert("x")&lt;/script&gt; and &lt;b onclick="x()"&gt;bold&lt;/b&gt;</p>'
-    )
+    assert out == ('<p>&lt;script&gt;alert("x")&lt;/script&gt; and &lt;b onclick="x()"&gt;bold&lt;/b&gt;</p>')
 
 
 def test_unsafe_links_are_left_as_text_and_images_become_links() -> None:
@@ -128,10 +126,7 @@ def test_the_sanitiser_alone_stops_what_the_parser_would_let_through() -> None:
         "<h1>big</h1><!-- note --><style>body{}</style>"
     )
     out = _clean(hostile)
-    assert out == (
-        f"<p>t</p><a {_REL}>j</a><a {_REL}>d</a>"
-        f'<a href="https://example.org" {_REL}>ok</a>big'
-    )
+    assert out == (f'<p>t</p><a {_REL}>j</a><a {_REL}>d</a><a href="https://example.org" {_REL}>ok</a>big')
     assert_inert(out)
 
 
