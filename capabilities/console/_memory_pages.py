@@ -1,12 +1,15 @@
-"""The console's memory pages: memory search (summaries after what they summarise) and one memory
-entry with its revisions, diffs, aliases, provenance, checks and curation forms.
+"""The console's memory pages: memory search (the oracle's summaries folded away below the other
+entries) and one memory entry (its body as Markdown) with the proposals citing it, its revisions,
+diffs, aliases, provenance, checks and curation forms.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from capabilities.console._citing import citing_proposals_section, is_oracle_summary
 from capabilities.console._html import Markup, attr_url, esc, html, join
+from capabilities.console._markdown import render_markdown
 from capabilities.console._widgets import (
     badge,
     diff_block,
@@ -20,22 +23,11 @@ from store.errors import RoundtableError
 __all__ = ["memory_page", "memory_search_page"]
 
 
-# -- proposals -------------------------------------------------------------------------------------
+# -- search ----------------------------------------------------------------------------------------
 
 
-def memory_search_page(
-    store: Store,
-    *,
-    q: str | None,
-    scope: str | None,
-    kind: str | None,
-    status: str | None,
-    cursor: str | None,
-) -> tuple[str, Markup]:
-    """Memory search: the list endpoint's filters as a form, and the results (summaries last)."""
-    answer = store.memory_admin.list(q=q, scope=scope, kind=kind, status=status, limit=50, cursor=cursor)
-    items = sorted(answer["items"], key=lambda m: m["kind"].lower() == "summary")  # after their decisions
-    rows = [
+def _entry_rows(items: list[dict[str, Any]]) -> list[Markup]:
+    return [
         html(
             "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td>"
             '<td><time datetime="$at">$at</time></td></tr>',
@@ -48,6 +40,50 @@ def memory_search_page(
         )
         for m in items
     ]
+
+
+def _folded_summaries(summaries: list[dict[str, Any]]) -> Markup:
+    """The oracle's summaries of this page, in a closed ``<details>`` under the other entries."""
+    if not summaries:
+        return Markup("")
+    rows = [
+        html(
+            '<tr><td>$link</td><td><a href="$href" class="id">$proposal</a></td><td>$status</td>'
+            '<td><time datetime="$at">$at</time></td></tr>',
+            link=memory_link(m["id"], m["title"]),
+            href=f"/proposals/{m['source_proposal_id']}",
+            proposal=m["source_proposal_id"],
+            status=badge(m["status"]),
+            at=m["updated_at"],
+        )
+        for m in summaries
+    ]
+    count = f"{len(summaries)} oracle summar{'ies' if len(summaries) != 1 else 'y'}"
+    return html(
+        '<details class="oracle-summaries"><summary>$count on this page, folded away</summary>'
+        '<p class="note">Notes the MemoryOracle wrote for one review each. '
+        '<a href="$all">List only summaries</a>.</p>$table</details>',
+        count=count,
+        all=attr_url("/memories", kind="summary"),
+        table=table("Oracle summaries", ["Entry", "For proposal", "Status", "Updated"], rows, empty=""),
+    )
+
+
+def memory_search_page(
+    store: Store,
+    *,
+    q: str | None,
+    scope: str | None,
+    kind: str | None,
+    status: str | None,
+    cursor: str | None,
+) -> tuple[str, Markup]:
+    """Memory search: the list endpoint's filters as a form, and the results. Unless a kind is
+    asked for, the oracle's summaries are folded away under the other entries."""
+    answer = store.memory_admin.list(q=q, scope=scope, kind=kind, status=status, limit=50, cursor=cursor)
+    items = sorted(answer["items"], key=lambda m: m["kind"].lower() == "summary")  # after their decisions
+    folded = [] if kind else [m for m in items if is_oracle_summary(m)]
+    rows = _entry_rows([m for m in items if m not in folded])
     after = answer["next_cursor"]
     more = next_page(
         attr_url("/memories", q=q, scope=scope, kind=kind, status=status, cursor=after) if after else None
@@ -66,14 +102,15 @@ def memory_search_page(
         status=status or "",
     )
     body = html(
-        "<h1>Memory</h1>$form$table$more",
+        "<h1>Memory</h1>$form$table$summaries$more",
         form=form,
         table=table(
             "Memory entries, oldest first",
             ["Entry", "Scope", "Kind", "Status", "Revision", "Updated"],
             rows,
-            empty="No entries match.",
+            empty="No other entries match." if folded else "No entries match.",
         ),
+        summaries=_folded_summaries(folded),
         more=more,
     )
     return "Memory", body
@@ -246,8 +283,8 @@ def memory_page(
         body=memory["body_md"],
     )
     body = html(
-        '<h1>$title</h1><div class="memory-body" tabindex="0" aria-label="Body">$body</div>'
-        '<dl class="facts">$facts</dl>$actions$checks'
+        '<h1>$title</h1><div class="memory-body md" tabindex="0" aria-label="Body">$body</div>'
+        '<dl class="facts">$facts</dl>$actions$checks$citing'
         '<section aria-labelledby="rev-h"><h2 id="rev-h">Revisions</h2>$revisions</section>'
         '<section aria-labelledby="diff-sec-h"><h2 id="diff-sec-h">Compare revisions</h2>$diff</section>'
         '<section aria-labelledby="alias-h"><h2 id="alias-h">Aliases</h2><p>Canonical chain: $chain</p>'
@@ -257,10 +294,13 @@ def memory_page(
         '<section aria-labelledby="edit-h"><details><summary><h2 id="edit-h">Revise</h2></summary>'
         "$revise</details></section>",
         title=memory["title"],
-        body=memory["body_md"],
+        body=render_markdown(memory["body_md"], heading=3),
         facts=join(html("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts),
         actions=_actions(memory, csrf),
         checks=_checks_section(memory["checks"]),
+        citing=citing_proposals_section(
+            store, memory_id, [row["alias_id"] for row in graph["items"] if row["canonical_id"] == memory_id]
+        ),
         revisions=table(
             "Revision history", ["Revision", "Title", "Reason", "By", "At"], revision_rows, empty="None."
         ),

@@ -178,3 +178,55 @@ async def test_the_proposals_list_shows_warnings(services: Services) -> None:
     ) in warned
     quiet = between(page, f'href="/proposals/{world.quiet_proposal_id}"', "</tr>")
     assert '<td class="warnings-cell"><span class="none">none</span></td>' in quiet
+
+
+async def test_a_memory_body_is_rendered_markdown(services: Services) -> None:
+    async with console(services) as (world, client):
+        page = await page_of(client, f"/memories/{world.rules_id}")
+    body = between(page, '<div class="memory-body', "</div>")
+    assert "<h3>Why</h3>" in body and "<li><strong>never</strong> shout</li>" in body
+    assert "<blockquote>\n<p>quoted</p>\n</blockquote>" in body
+    assert page.count("<h1") == 1  # the body's "# Why" does not compete with the page's title
+    assert_injections_inert(body)
+    assert "# Why" in page  # the revise form still holds the Markdown source, escaped
+
+
+async def test_an_entry_lists_the_proposals_citing_it(services: Services) -> None:
+    async with console(services) as (world, client):
+        pages = {
+            memory_id: between(await page_of(client, f"/memories/{memory_id}"), 'id="cited-h"', "</section>")
+            for memory_id in (world.decision_id, world.rules_id, world.uncited_id)
+        }
+    decision = pages[world.decision_id]
+    assert "Cited by proposals (1)</h2>" in decision
+    assert f'<a href="/proposals/{world.proposal_id}">Shout line two</a>' in decision
+    assert "2 warnings · 1 on the current patch (v2)" in decision
+    assert "1 warning · 1 on the current patch (v2)" in pages[world.rules_id]
+    assert "Cited by proposals (0)</h2>" in pages[world.uncited_id]
+    assert "No oracle warning cites this entry." in pages[world.uncited_id]
+
+
+async def test_a_merged_entry_lists_the_proposals_citing_its_aliases(services: Services) -> None:
+    async with console(services) as (world, client):
+        merged = services.store.memory_admin.merge(world.uncited_id, world.decision_id, actor="op")
+        canonical = merged.body["memory"]["id"]
+        cited = between(await page_of(client, f"/memories/{canonical}"), 'id="cited-h"', "</section>")
+    assert "Cited by proposals (1)</h2>" in cited and "or one of its aliases" in cited
+    assert "2 warnings · 1 on the current patch (v2)" in cited
+
+
+async def test_oracle_summaries_are_folded_away_from_the_memory_list(services: Services) -> None:
+    async with console(services) as (world, client):
+        operators = services.store.memory.record(
+            scope="project", kind="summary", title="An operator's summary", body_md="x", actor="op"
+        )
+        page = await page_of(client, "/memories")
+        only = await page_of(client, "/memories?kind=summary")
+    listed = between(page, "<table>", "</table>")
+    assert world.summary_id not in listed and world.decision_id in listed
+    assert operators.id in listed  # not the oracle's: written without a proposal
+    folded = between(page, '<details class="oracle-summaries">', "</details>")
+    assert "<summary>1 oracle summary on this page, folded away</summary>" in folded
+    assert world.summary_id in folded and f'href="/proposals/{world.proposal_id}"' in folded
+    assert world.summary_id in between(only, "<table>", "</table>")
+    assert "oracle-summaries" not in only
