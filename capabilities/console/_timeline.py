@@ -104,7 +104,8 @@ def _launch_step(event: dict[str, Any]) -> Markup:
         return html("container started")
     if kind == "capability.granted":
         return html(
-            'grant <span class="id">$g</span> for $role $agent until <time datetime="$t">$t</time>',
+            'grant <span class="id">$g</span> for <span class="who">$agent</span> ($role)'
+            ' until <time datetime="$t">$t</time>',
             g=payload.get("grant_id"),
             role=payload.get("role"),
             agent=payload.get("agent_id"),
