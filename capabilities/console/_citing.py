@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.console._html import Markup, html
+from capabilities.console._html import Markup, html, when
 from capabilities.console._widgets import badge, table
 from store import Store
 from store.errors import NotFound
@@ -58,8 +58,7 @@ def _row(store: Store, proposal_id: str, warnings: list[dict[str, Any]]) -> Mark
     on_current = sum(1 for w in warnings if (w.get("payload") or {}).get("patch_version") == current)
     last = warnings[-1].get("created_at", "")
     return html(
-        '<tr><td>$link<div class="id">$id</div></td><td>$status</td><td>$count$current</td>'
-        '<td><time datetime="$at">$at</time></td></tr>',
+        '<tr><td>$link<div class="id">$id</div></td><td>$status</td><td>$count$current</td><td>$at</td></tr>',
         link=html('<a href="$href">$title</a>', href=f"/proposals/{proposal_id}", title=proposal["title"])
         if proposal
         else badge("missing", tone="bad"),
@@ -69,7 +68,7 @@ def _row(store: Store, proposal_id: str, warnings: list[dict[str, Any]]) -> Mark
         current=html(" · $n on the current patch (v$v)", n=on_current, v=current)
         if current is not None
         else "",
-        at=last,
+        at=when(last),
     )
 
 
@@ -92,7 +91,7 @@ def citing_proposals_section(store: Store, memory_id: str, aliases: list[str]) -
         notes=" ".join(notes),
         table=table(
             "Proposals citing this entry",
-            ["Proposal", "Status", "Warnings citing it", "Last cited"],
+            ["Proposal", "Status", "Warnings citing it", "Last cited (UTC)"],
             rows,
             empty="No oracle warning cites this entry.",
         ),

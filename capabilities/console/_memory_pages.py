@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from capabilities.console._citing import citing_proposals_section, is_oracle_summary
-from capabilities.console._html import Markup, attr_url, esc, html, join
+from capabilities.console._html import Markup, attr_url, esc, html, join, when
 from capabilities.console._markdown import render_markdown
 from capabilities.console._widgets import (
     badge,
@@ -29,14 +29,13 @@ __all__ = ["memory_page", "memory_search_page"]
 def _entry_rows(items: list[dict[str, Any]]) -> list[Markup]:
     return [
         html(
-            "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td>"
-            '<td><time datetime="$at">$at</time></td></tr>',
+            "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td><td>$at</td></tr>",
             link=memory_link(m["id"], m["title"]),
             scope=m["scope"],
             kind=m["kind"],
             status=badge(m["status"]),
             rev=m["revision"],
-            at=m["updated_at"],
+            at=when(m["updated_at"]),
         )
         for m in items
     ]
@@ -49,12 +48,12 @@ def _folded_summaries(summaries: list[dict[str, Any]]) -> Markup:
     rows = [
         html(
             '<tr><td>$link</td><td><a href="$href" class="id">$proposal</a></td><td>$status</td>'
-            '<td><time datetime="$at">$at</time></td></tr>',
+            "<td>$at</td></tr>",
             link=memory_link(m["id"], m["title"]),
             href=f"/proposals/{m['source_proposal_id']}",
             proposal=m["source_proposal_id"],
             status=badge(m["status"]),
-            at=m["updated_at"],
+            at=when(m["updated_at"]),
         )
         for m in summaries
     ]
@@ -65,7 +64,7 @@ def _folded_summaries(summaries: list[dict[str, Any]]) -> Markup:
         '<a href="$all">List only summaries</a>.</p>$table</details>',
         count=count,
         all=attr_url("/memories", kind="summary"),
-        table=table("Oracle summaries", ["Entry", "For proposal", "Status", "Updated"], rows, empty=""),
+        table=table("Oracle summaries", ["Entry", "For proposal", "Status", "Updated (UTC)"], rows, empty=""),
     )
 
 
@@ -106,7 +105,7 @@ def memory_search_page(
         form=form,
         table=table(
             "Memory entries, oldest first",
-            ["Entry", "Scope", "Kind", "Status", "Revision", "Updated"],
+            ["Entry", "Scope", "Kind", "Status", "Revision", "Updated (UTC)"],
             rows,
             empty="No other entries match." if folded else "No entries match.",
         ),
@@ -244,17 +243,16 @@ def memory_page(
         ("Reliability", esc("unknown" if memory["reliability"] is None else memory["reliability"])),
         ("Tags", esc(", ".join(memory["tags"]) or "none")),
         ("Resynthesis", badge(memory["resynthesis_status"]) if memory["resynthesis_status"] else esc("none")),
-        ("Updated", html('<time datetime="$t">$t</time>', t=memory["updated_at"])),
+        ("Updated (UTC)", when(memory["updated_at"])),
     ]
     revision_rows = [
         html(
-            "<tr><td>r$n</td><td>$title</td><td>$reason</td><td>$actor</td>"
-            '<td><time datetime="$at">$at</time></td></tr>',
+            "<tr><td>r$n</td><td>$title</td><td>$reason</td><td>$actor</td><td>$at</td></tr>",
             n=r["revision"],
             title=r["title"],
             reason=r["reason"] or "",
             actor=r["actor"],
-            at=r["created_at"],
+            at=when(r["created_at"]),
         )
         for r in revisions
     ]
@@ -302,7 +300,10 @@ def memory_page(
             store, memory_id, [row["alias_id"] for row in graph["items"] if row["canonical_id"] == memory_id]
         ),
         revisions=table(
-            "Revision history", ["Revision", "Title", "Reason", "By", "At"], revision_rows, empty="None."
+            "Revision history",
+            ["Revision", "Title", "Reason", "By", "At (UTC)"],
+            revision_rows,
+            empty="None.",
         ),
         diff=_diff_section(store, memory_id, revisions, a, b),
         chain=chain_text,

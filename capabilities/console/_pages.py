@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from capabilities.console._forms import feedback_widget
-from capabilities.console._html import Markup, attr_url, html, join
+from capabilities.console._html import Markup, attr_url, html, join, when
 from capabilities.console._markdown import render_markdown
 from capabilities.console._timeline import timeline_items
 from capabilities.console._widgets import (
@@ -79,7 +79,7 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
             '<tr><td><a href="$href">$title</a><div class="id">$id</div></td><td>$status</td>'
             '<td class="who">v$version</td><td class="warnings-cell">$warnings</td><td>$consensus</td>'
             '<td class="who">$author</td>'
-            '<td><time datetime="$at">$at</time></td></tr>',
+            "<td>$at</td></tr>",
             href=f"/proposals/{p['id']}",
             title=p["title"],
             id=p["id"],
@@ -88,7 +88,7 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
             warnings=_warnings_cell(_warnings_of(store, p["id"]), p["current_version"]),
             consensus=consensus_summary(p["consensus"]),
             author=p["agent_id"],
-            at=p["updated_at"],
+            at=when(p["updated_at"]),
         )
         for p in items
     ]
@@ -97,7 +97,7 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
         "<h1>Proposals</h1>$table$more",
         table=table(
             "Proposals, oldest first",
-            ["Proposal", "Status", "Patch", "Oracle warnings", "Consensus", "Author", "Updated"],
+            ["Proposal", "Status", "Patch", "Oracle warnings", "Consensus", "Author", "Updated (UTC)"],
             rows,
             empty="No proposals yet.",
         ),
@@ -206,7 +206,7 @@ def proposal_page(store: Store, proposal_id: str, *, csrf: str = "") -> tuple[st
         '<section aria-labelledby="votes-h"><h2 id="votes-h">Votes</h2>$votes</section>'
         '<section aria-labelledby="patch-h"><h2 id="patch-h">Patch versions</h2>$patches</section>'
         '<section aria-labelledby="timeline-h"><h2 id="timeline-h">Timeline</h2>'
-        '<ol class="timeline">$timeline</ol>'
+        '<p class="note">Oldest first; times in UTC.</p><ol class="timeline">$timeline</ol>'
         '<div class="live" aria-live="polite"><h3>Live activity</h3><ul id="live-events"></ul>'
         '<p id="live-status" class="note">Listening for new events…</p></div></section>',
         title=proposal["title"],

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from capabilities.console._html import Markup, esc, html, join
+from capabilities.console._html import Markup, esc, html, join, when
 from capabilities.console._markdown import render_markdown_inline
 from capabilities.console._widgets import badge, citation_links, vote_badge
 
@@ -104,12 +104,11 @@ def _launch_step(event: dict[str, Any]) -> Markup:
         return html("container started")
     if kind == "capability.granted":
         return html(
-            'grant <span class="id">$g</span> for <span class="who">$agent</span> ($role)'
-            ' until <time datetime="$t">$t</time>',
+            'grant <span class="id">$g</span> for <span class="who">$agent</span> ($role) until $t',
             g=payload.get("grant_id"),
             role=payload.get("role"),
             agent=payload.get("agent_id"),
-            t=payload.get("expires_at"),
+            t=when(payload.get("expires_at")),
         )
     if kind == "capability.revoked":
         return html(
@@ -126,9 +125,9 @@ def _launch_step(event: dict[str, Any]) -> Markup:
 def _launch_group(launch_id: str, steps: list[dict[str, Any]]) -> Markup:
     return html(
         '<li class="event event-launch"><details class="launch-group">'
-        '<summary><time datetime="$at">$at</time> $summary</summary>'
+        "<summary>$at $summary</summary>"
         '<ol class="launch-steps">$steps</ol></details></li>',
-        at=steps[0].get("created_at", ""),
+        at=when(steps[0].get("created_at", "")),
         summary=_launch_summary(launch_id, steps),
         steps=join(timeline_item(step, summary=_launch_step) for step in steps),
     )
@@ -228,11 +227,11 @@ def timeline_item(
 ) -> Markup:
     """One timeline entry: time, type, actor and a one-line summary."""
     return html(
-        '<li class="event event-$group"><time datetime="$at">$at</time>'
+        '<li class="event event-$group">$at'
         ' <span class="type">$type</span> <span class="actor">by $actor</span>'
         ' <span class="summary">$summary</span></li>',
         group=str(event.get("type", "")).split(".")[0],
-        at=event.get("created_at", ""),
+        at=when(event.get("created_at", "")),
         type=event.get("type", ""),
         actor=event.get("actor", ""),
         summary=summary(event),

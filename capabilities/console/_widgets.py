@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.console._html import Markup, attr_url, html, join
+from capabilities.console._html import Markup, attr_url, html, join, when
 from capabilities.console._markdown import render_markdown
 
 __all__ = [
@@ -200,7 +200,7 @@ def warning_card(event: dict[str, Any], *, current_version: int | None = None) -
         '<div class="message md">$message</div>'
         "$evidence"
         '<h4>Cited memory</h4><ul class="citations">$citations</ul>'
-        '<p class="meta">Event $id · $actor · <time datetime="$at">$at</time></p>'
+        '<p class="meta">Event $id · $actor · $at</p>'
         "</article>",
         severity=severity,
         outdated_class=" warning-outdated" if outdated else "",
@@ -219,7 +219,7 @@ def warning_card(event: dict[str, Any], *, current_version: int | None = None) -
         evidence=_evidence(payload),
         citations=join(html("<li>$link</li>", link=link) for link in citation_links(event)),
         actor=event.get("actor", ""),
-        at=event.get("created_at", ""),
+        at=when(event.get("created_at", "")),
     )
 
 

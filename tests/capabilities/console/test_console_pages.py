@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 import httpx2
 import pytest
 
+from capabilities.console._html import when
 from capabilities.console._widgets import vote_badge
 from capabilities.services import Services
 from store.work import Vote
@@ -230,3 +231,10 @@ async def test_oracle_summaries_are_folded_away_from_the_memory_list(services: S
     assert world.summary_id in folded and f'href="/proposals/{world.proposal_id}"' in folded
     assert world.summary_id in between(only, "<table>", "</table>")
     assert "oracle-summaries" not in only
+
+
+def test_a_timestamp_shows_to_the_second_and_keeps_its_full_value() -> None:
+    full = "2026-12-01T13:56:51.123456Z"
+    assert when(full) == f'<time datetime="{full}" title="{full}">2026-12-01 13:56:51</time>'
+    assert when("<b>") == '<time datetime="&lt;b&gt;" title="&lt;b&gt;">&lt;b&gt;</time>'
+    assert when(None) == '<time datetime="" title=""></time>'
