@@ -29,7 +29,8 @@ __all__ = ["memory_page", "memory_search_page"]
 def _entry_rows(items: list[dict[str, Any]]) -> list[Markup]:
     return [
         html(
-            "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td><td>$at</td></tr>",
+            '<tr><td>$link</td><td><span class="token">$scope</span></td><td>$kind</td><td>$status</td>'
+            "<td>$rev</td><td>$at</td></tr>",
             link=memory_link(m["id"], m["title"]),
             scope=m["scope"],
             kind=m["kind"],
@@ -234,7 +235,7 @@ def memory_page(
     facts = [
         ("ID", html('<span class="id">$v</span>', v=memory["id"])),
         ("Status", badge(memory["status"])),
-        ("Scope", esc(memory["scope"])),
+        ("Scope", html('<span class="token">$v</span>', v=memory["scope"])),
         ("Kind", esc(memory["kind"])),
         ("Revision", esc(memory["revision"])),
         ("Pinned", esc("yes" if memory["pinned"] else "no")),

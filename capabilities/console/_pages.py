@@ -77,8 +77,8 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
     rows = [
         html(
             '<tr><td><a href="$href">$title</a><div class="id">$id</div></td><td>$status</td>'
-            '<td class="who">v$version</td><td class="warnings-cell">$warnings</td><td>$consensus</td>'
-            '<td class="who">$author</td>'
+            '<td class="token">v$version</td><td class="warnings-cell">$warnings</td><td>$consensus</td>'
+            '<td class="token">$author</td>'
             "<td>$at</td></tr>",
             href=f"/proposals/{p['id']}",
             title=p["title"],
@@ -141,7 +141,7 @@ def _warnings_section(
 def _votes_table(votes: list[dict[str, Any]]) -> Markup:
     rows = [
         html(
-            '<tr><td class="who">$agent</td><td>$role</td><td>$vote</td><td class="who">v$version</td>'
+            '<tr><td class="token">$agent</td><td>$role</td><td>$vote</td><td class="token">v$version</td>'
             "<td>$counts</td><td>$reason</td></tr>",
             agent=v["agent_id"],
             role=v["role"],

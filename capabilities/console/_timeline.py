@@ -104,7 +104,7 @@ def _launch_step(event: dict[str, Any]) -> Markup:
         return html("container started")
     if kind == "capability.granted":
         return html(
-            'grant <span class="id">$g</span> for <span class="who">$agent</span> ($role) until $t',
+            'grant <span class="id">$g</span> for <span class="token">$agent</span> ($role) until $t',
             g=payload.get("grant_id"),
             role=payload.get("role"),
             agent=payload.get("agent_id"),

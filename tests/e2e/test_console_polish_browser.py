@@ -24,7 +24,7 @@ NARROW = ViewportSize(width=760, height=900)
 # Every visible ID, agent name, timestamp and badge that a line break split into more than one box.
 # The lines a token's text covers are counted from its text's own boxes, so a block element (a <div>
 # or a <td>, one box however many lines it holds) is measured as truly as an inline one.
-_BROKEN_TOKENS = """() => [...document.querySelectorAll('time, .id, .badge, .who, .actor')]
+_BROKEN_TOKENS = """() => [...document.querySelectorAll('time, .id, .badge, .token, .actor')]
   .filter((e) => {
     if (e.offsetParent === null) return false;
     const range = document.createRange();
@@ -54,6 +54,19 @@ def watch(page: Page) -> list[str]:
     return errors
 
 
+# Every visible token that sticks out of a box holding it: an ancestor, up to the one that scrolls
+# on purpose (a table's wrapper) or <main>, whose content is wider than itself.
+_OVERFLOWING_TOKENS = """() => [...document.querySelectorAll('time, .id, .badge, .token, .actor')]
+  .filter((e) => {
+    if (e.offsetParent === null) return false;
+    for (let box = e.parentElement; box && box.tagName !== 'MAIN'; box = box.parentElement) {
+      const style = getComputedStyle(box);
+      if (style.overflowX !== 'visible') return false;
+      if (style.display !== 'inline' && box.scrollWidth > box.clientWidth + 1) return true;
+    }
+    return false;
+  })
+  .map((e) => e.textContent)"""
 # Tables that need scrolling sideways to be read whole (their captions).
 _CLIPPED_TABLES = """() => [...document.querySelectorAll('.table-wrap')]
   .filter((e) => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
@@ -61,12 +74,14 @@ _CLIPPED_TABLES = """() => [...document.querySelectorAll('.table-wrap')]
 
 
 async def assert_reads_well(page: Page) -> None:
-    """No horizontal scrolling, no table cut off, text contrast at least WCAG AA, no token split."""
+    """No horizontal scrolling, no table cut off, text contrast at least WCAG AA, no token split or
+    sticking out of its box."""
     assert await page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth") <= 0
     assert await page.evaluate(_CLIPPED_TABLES) == []
     lowest = await page.evaluate(_LOWEST_CONTRAST)
     assert lowest["ratio"] >= 4.5, lowest
     assert await page.evaluate(_BROKEN_TOKENS) == []
+    assert await page.evaluate(_OVERFLOWING_TOKENS) == []
 
 
 async def test_the_proposal_page_renders_markdown_inertly_and_puts_outdated_warnings_last(
@@ -172,6 +187,7 @@ async def test_the_proposals_list_shows_warnings_and_ids_never_break(
         for path in ("/", f"/proposals/{world.proposal_id}", f"/memories/{world.decision_id}", "/memories"):
             await page.goto(f"{api.address.base_url}{path}")
             assert await page.evaluate(_BROKEN_TOKENS) == [], path
+            assert await page.evaluate(_OVERFLOWING_TOKENS) == [], path
         await page.goto(f"{api.address.base_url}/")
         await shot(page, "proposals-narrow")
         assert errors == [], errors
