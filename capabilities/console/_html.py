@@ -16,7 +16,7 @@ from string import Template
 from typing import Any
 from urllib.parse import urlencode
 
-__all__ = ["Markup", "attr_url", "esc", "html", "join", "page_template"]
+__all__ = ["Markup", "attr_url", "esc", "html", "join", "page_template", "when"]
 
 
 class Markup(str):
@@ -40,6 +40,14 @@ def html(template: str, **values: Any) -> Markup:
 def join(parts: Iterable[Markup], separator: str = "") -> Markup:
     """Concatenate pieces of markup."""
     return Markup(separator.join(esc(part) for part in parts))
+
+
+def when(stamp: Any) -> Markup:
+    """A stored UTC timestamp as ``<time>``: ``2026-12-01 13:56:51`` shown, as the terminal's
+    timeline prints it, and the full value (microseconds, ``Z``) in ``datetime`` and ``title``."""
+    full = "" if stamp is None else str(stamp)
+    shown = full.replace("T", " ", 1)[:19] if len(full) >= 19 and full[10:11] == "T" else full
+    return html('<time datetime="$full" title="$full">$shown</time>', full=full, shown=shown)
 
 
 def attr_url(path: str, **query: Any) -> str:

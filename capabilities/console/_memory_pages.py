@@ -1,12 +1,15 @@
-"""The console's memory pages: memory search (summaries after what they summarise) and one memory
-entry with its revisions, diffs, aliases, provenance, checks and curation forms.
+"""The console's memory pages: memory search (the oracle's summaries folded away below the other
+entries) and one memory entry (its body as Markdown) with the proposals citing it, its revisions,
+diffs, aliases, provenance, checks and curation forms.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from capabilities.console._html import Markup, attr_url, esc, html, join
+from capabilities.console._citing import citing_proposals_section, is_oracle_summary
+from capabilities.console._html import Markup, attr_url, esc, html, join, when
+from capabilities.console._markdown import render_markdown
 from capabilities.console._widgets import (
     badge,
     diff_block,
@@ -20,7 +23,50 @@ from store.errors import RoundtableError
 __all__ = ["memory_page", "memory_search_page"]
 
 
-# -- proposals -------------------------------------------------------------------------------------
+# -- search ----------------------------------------------------------------------------------------
+
+
+def _entry_rows(items: list[dict[str, Any]]) -> list[Markup]:
+    return [
+        html(
+            '<tr><td>$link</td><td><span class="token">$scope</span></td><td>$kind</td><td>$status</td>'
+            "<td>$rev</td><td>$at</td></tr>",
+            link=memory_link(m["id"], m["title"]),
+            scope=m["scope"],
+            kind=m["kind"],
+            status=badge(m["status"]),
+            rev=m["revision"],
+            at=when(m["updated_at"]),
+        )
+        for m in items
+    ]
+
+
+def _folded_summaries(summaries: list[dict[str, Any]]) -> Markup:
+    """The oracle's summaries of this page, in a closed ``<details>`` under the other entries."""
+    if not summaries:
+        return Markup("")
+    rows = [
+        html(
+            '<tr><td>$link</td><td><a href="$href" class="id">$proposal</a></td><td>$status</td>'
+            "<td>$at</td></tr>",
+            link=memory_link(m["id"], m["title"]),
+            href=f"/proposals/{m['source_proposal_id']}",
+            proposal=m["source_proposal_id"],
+            status=badge(m["status"]),
+            at=when(m["updated_at"]),
+        )
+        for m in summaries
+    ]
+    count = f"{len(summaries)} oracle summar{'ies' if len(summaries) != 1 else 'y'}"
+    return html(
+        '<details class="oracle-summaries"><summary>$count on this page, folded away</summary>'
+        '<p class="note">Notes the MemoryOracle wrote for one review each. '
+        '<a href="$all">List only summaries</a>.</p>$table</details>',
+        count=count,
+        all=attr_url("/memories", kind="summary"),
+        table=table("Oracle summaries", ["Entry", "For proposal", "Status", "Updated (UTC)"], rows, empty=""),
+    )
 
 
 def memory_search_page(
@@ -32,22 +78,12 @@ def memory_search_page(
     status: str | None,
     cursor: str | None,
 ) -> tuple[str, Markup]:
-    """Memory search: the list endpoint's filters as a form, and the results (summaries last)."""
+    """Memory search: the list endpoint's filters as a form, and the results. Unless a kind is
+    asked for, the oracle's summaries are folded away under the other entries."""
     answer = store.memory_admin.list(q=q, scope=scope, kind=kind, status=status, limit=50, cursor=cursor)
     items = sorted(answer["items"], key=lambda m: m["kind"].lower() == "summary")  # after their decisions
-    rows = [
-        html(
-            "<tr><td>$link</td><td>$scope</td><td>$kind</td><td>$status</td><td>$rev</td>"
-            '<td><time datetime="$at">$at</time></td></tr>',
-            link=memory_link(m["id"], m["title"]),
-            scope=m["scope"],
-            kind=m["kind"],
-            status=badge(m["status"]),
-            rev=m["revision"],
-            at=m["updated_at"],
-        )
-        for m in items
-    ]
+    folded = [] if kind else [m for m in items if is_oracle_summary(m)]
+    rows = _entry_rows([m for m in items if m not in folded])
     after = answer["next_cursor"]
     more = next_page(
         attr_url("/memories", q=q, scope=scope, kind=kind, status=status, cursor=after) if after else None
@@ -66,14 +102,15 @@ def memory_search_page(
         status=status or "",
     )
     body = html(
-        "<h1>Memory</h1>$form$table$more",
+        "<h1>Memory</h1>$form$table$summaries$more",
         form=form,
         table=table(
             "Memory entries, oldest first",
-            ["Entry", "Scope", "Kind", "Status", "Revision", "Updated"],
+            ["Entry", "Scope", "Kind", "Status", "Revision", "Updated (UTC)"],
             rows,
-            empty="No entries match.",
+            empty="No other entries match." if folded else "No entries match.",
         ),
+        summaries=_folded_summaries(folded),
         more=more,
     )
     return "Memory", body
@@ -198,7 +235,7 @@ def memory_page(
     facts = [
         ("ID", html('<span class="id">$v</span>', v=memory["id"])),
         ("Status", badge(memory["status"])),
-        ("Scope", esc(memory["scope"])),
+        ("Scope", html('<span class="token">$v</span>', v=memory["scope"])),
         ("Kind", esc(memory["kind"])),
         ("Revision", esc(memory["revision"])),
         ("Pinned", esc("yes" if memory["pinned"] else "no")),
@@ -207,17 +244,16 @@ def memory_page(
         ("Reliability", esc("unknown" if memory["reliability"] is None else memory["reliability"])),
         ("Tags", esc(", ".join(memory["tags"]) or "none")),
         ("Resynthesis", badge(memory["resynthesis_status"]) if memory["resynthesis_status"] else esc("none")),
-        ("Updated", html('<time datetime="$t">$t</time>', t=memory["updated_at"])),
+        ("Updated (UTC)", when(memory["updated_at"])),
     ]
     revision_rows = [
         html(
-            "<tr><td>r$n</td><td>$title</td><td>$reason</td><td>$actor</td>"
-            '<td><time datetime="$at">$at</time></td></tr>',
+            "<tr><td>r$n</td><td>$title</td><td>$reason</td><td>$actor</td><td>$at</td></tr>",
             n=r["revision"],
             title=r["title"],
             reason=r["reason"] or "",
             actor=r["actor"],
-            at=r["created_at"],
+            at=when(r["created_at"]),
         )
         for r in revisions
     ]
@@ -246,8 +282,8 @@ def memory_page(
         body=memory["body_md"],
     )
     body = html(
-        '<h1>$title</h1><div class="memory-body" tabindex="0" aria-label="Body">$body</div>'
-        '<dl class="facts">$facts</dl>$actions$checks'
+        '<h1>$title</h1><div class="memory-body md" tabindex="0" aria-label="Body">$body</div>'
+        '<dl class="facts">$facts</dl>$actions$checks$citing'
         '<section aria-labelledby="rev-h"><h2 id="rev-h">Revisions</h2>$revisions</section>'
         '<section aria-labelledby="diff-sec-h"><h2 id="diff-sec-h">Compare revisions</h2>$diff</section>'
         '<section aria-labelledby="alias-h"><h2 id="alias-h">Aliases</h2><p>Canonical chain: $chain</p>'
@@ -257,12 +293,18 @@ def memory_page(
         '<section aria-labelledby="edit-h"><details><summary><h2 id="edit-h">Revise</h2></summary>'
         "$revise</details></section>",
         title=memory["title"],
-        body=memory["body_md"],
+        body=render_markdown(memory["body_md"], heading=3),
         facts=join(html("<div><dt>$k</dt><dd>$v</dd></div>", k=k, v=v) for k, v in facts),
         actions=_actions(memory, csrf),
         checks=_checks_section(memory["checks"]),
+        citing=citing_proposals_section(
+            store, memory_id, [row["alias_id"] for row in graph["items"] if row["canonical_id"] == memory_id]
+        ),
         revisions=table(
-            "Revision history", ["Revision", "Title", "Reason", "By", "At"], revision_rows, empty="None."
+            "Revision history",
+            ["Revision", "Title", "Reason", "By", "At (UTC)"],
+            revision_rows,
+            empty="None.",
         ),
         diff=_diff_section(store, memory_id, revisions, a, b),
         chain=chain_text,

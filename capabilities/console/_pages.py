@@ -6,17 +6,21 @@ what the API answers) and renders HTML with :mod:`capabilities.console._widgets`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from capabilities.console._forms import feedback_widget
-from capabilities.console._html import Markup, attr_url, html, join
+from capabilities.console._html import Markup, attr_url, html, join, when
+from capabilities.console._markdown import render_markdown
+from capabilities.console._timeline import timeline_items
 from capabilities.console._widgets import (
     badge,
     consensus_summary,
     diff_block,
+    is_outdated,
     next_page,
     table,
-    timeline_item,
+    vote_badge,
     warning_card,
 )
 from capabilities.http_api import proposal_detail
@@ -25,26 +29,66 @@ from store.errors import RoundtableError
 
 __all__ = ["proposal_page", "proposals_page"]
 
+_WARNING = "memory.oracle_warning"
+_EVENT_PAGE = 500  # the event feed's largest page
+_SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+
 
 # -- proposals -------------------------------------------------------------------------------------
 
 
+def _warnings_of(store: Store, proposal_id: str) -> list[dict[str, Any]]:
+    """A proposal's oracle warnings, oldest first (read through the proposal's index)."""
+    found: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        page = store.event_feed.after(after, limit=_EVENT_PAGE, proposal_id=proposal_id, types=(_WARNING,))
+        found += [event.to_dict() for event in page]
+        if len(page) < _EVENT_PAGE:
+            return found
+        after = page[-1].id
+
+
+def _warnings_cell(warnings: list[dict[str, Any]], current_version: int) -> Markup:
+    """``2 warnings`` (toned by the gravest) on the current patch, and how many are outdated."""
+    current = [w for w in warnings if not is_outdated(w, current_version)]
+    outdated = len(warnings) - len(current)
+    if not warnings:
+        return html('<span class="none">none</span>')
+    parts = []
+    if current:
+        gravest = max(
+            (str((w.get("payload") or {}).get("severity") or "warning") for w in current),
+            key=lambda severity: _SEVERITY_RANK.get(severity, 1),
+        )
+        parts.append(badge(f"{len(current)} warning{'s' if len(current) != 1 else ''}", tone=_tone(gravest)))
+    if outdated:
+        parts.append(badge(f"{outdated} outdated", tone="muted"))
+    return join(parts, " ")
+
+
+def _tone(severity: str) -> str:
+    return {"critical": "bad", "info": "info"}.get(severity, "warn")
+
+
 def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
-    """The list of proposals with status and consensus."""
+    """The list of proposals with status, consensus and their oracle warnings."""
     items, next_position = store.proposals.list(limit=50, cursor=cursor or None)
     rows = [
         html(
             '<tr><td><a href="$href">$title</a><div class="id">$id</div></td><td>$status</td>'
-            "<td>v$version</td><td>$consensus</td><td>$author</td>"
-            '<td><time datetime="$at">$at</time></td></tr>',
+            '<td class="token">v$version</td><td class="warnings-cell">$warnings</td><td>$consensus</td>'
+            '<td class="token">$author</td>'
+            "<td>$at</td></tr>",
             href=f"/proposals/{p['id']}",
             title=p["title"],
             id=p["id"],
             status=badge(p["status"]),
             version=p["current_version"],
+            warnings=_warnings_cell(_warnings_of(store, p["id"]), p["current_version"]),
             consensus=consensus_summary(p["consensus"]),
             author=p["agent_id"],
-            at=p["updated_at"],
+            at=when(p["updated_at"]),
         )
         for p in items
     ]
@@ -53,7 +97,7 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
         "<h1>Proposals</h1>$table$more",
         table=table(
             "Proposals, oldest first",
-            ["Proposal", "Status", "Patch", "Consensus", "Author", "Updated"],
+            ["Proposal", "Status", "Patch", "Oracle warnings", "Consensus", "Author", "Updated (UTC)"],
             rows,
             empty="No proposals yet.",
         ),
@@ -62,16 +106,49 @@ def proposals_page(store: Store, *, cursor: str | None) -> tuple[str, Markup]:
     return "Proposals", body
 
 
+def _warning_count(warnings: list[dict[str, Any]], current_version: int) -> str:
+    outdated = sum(1 for w in warnings if is_outdated(w, current_version))
+    return f"{len(warnings)}, {outdated} outdated" if outdated else str(len(warnings))
+
+
+def _warnings_section(
+    warnings: list[dict[str, Any]], current_version: int, feedback: Callable[[dict[str, Any]], Markup]
+) -> Markup:
+    """The warnings on the current patch version first; then, marked outdated, the older ones
+    (the newest version first), since the patch they read has changed."""
+    if not warnings:
+        return html('<p class="empty">No warnings.</p>')
+    current = [w for w in warnings if not is_outdated(w, current_version)]
+    older = sorted(
+        (w for w in warnings if is_outdated(w, current_version)),
+        key=lambda w: -int((w.get("payload") or {}).get("patch_version") or 0),
+    )
+    cards = [join((warning_card(w, current_version=current_version), feedback(w))) for w in current]
+    if not current:
+        cards.append(html('<p class="empty">No warnings on the current patch, v$v.</p>', v=current_version))
+    if older:
+        cards.append(
+            html(
+                '<p class="note outdated-intro">$n made on earlier patch versions (outdated: the patch'
+                " has changed since, so they may no longer apply):</p>",
+                n=f"{len(older)} warning{'s' if len(older) != 1 else ''}",
+            )
+        )
+        cards += [join((warning_card(w, current_version=current_version), feedback(w))) for w in older]
+    return join(cards)
+
+
 def _votes_table(votes: list[dict[str, Any]]) -> Markup:
     rows = [
         html(
-            "<tr><td>$agent</td><td>$role</td><td>$vote</td><td>v$version</td><td>$counts</td><td>$reason</td></tr>",
+            '<tr><td class="token">$agent</td><td>$role</td><td>$vote</td><td class="token">v$version</td>'
+            "<td>$counts</td><td>$reason</td></tr>",
             agent=v["agent_id"],
             role=v["role"],
-            vote=badge(v["vote"], tone="neutral"),
+            vote=vote_badge(v["vote"]),
             version=v["patch_version"],
             counts=badge("counts", tone="good") if v["counts"] else badge("does not count", tone="muted"),
-            reason=v.get("reason_md", ""),
+            reason=html('<div class="md">$md</div>', md=render_markdown(v.get("reason_md"), heading=5)),
         )
         for v in votes
     ]
@@ -115,9 +192,9 @@ def proposal_page(store: Store, proposal_id: str, *, csrf: str = "") -> tuple[st
     timeline = store.timeline.timeline(proposal_id)
     proposal = detail["proposal"]
     events = timeline["events"]
-    warnings = [e for e in events if e["type"] == "memory.oracle_warning"]
     last_id = max((int(e["id"]) for e in events), default=0)
     feedback = feedback_widget(store, proposal_id, csrf)
+    warnings = [e for e in events if e["type"] == _WARNING]
     body = html(
         '<h1>$title</h1><p class="subtitle"><span class="id">$id</span> $status by $author · task '
         '<span class="id">$task</span> · risk $risk</p>'
@@ -129,7 +206,7 @@ def proposal_page(store: Store, proposal_id: str, *, csrf: str = "") -> tuple[st
         '<section aria-labelledby="votes-h"><h2 id="votes-h">Votes</h2>$votes</section>'
         '<section aria-labelledby="patch-h"><h2 id="patch-h">Patch versions</h2>$patches</section>'
         '<section aria-labelledby="timeline-h"><h2 id="timeline-h">Timeline</h2>'
-        '<ol class="timeline">$timeline</ol>'
+        '<p class="note">Oldest first; times in UTC.</p><ol class="timeline">$timeline</ol>'
         '<div class="live" aria-live="polite"><h3>Live activity</h3><ul id="live-events"></ul>'
         '<p id="live-status" class="note">Listening for new events…</p></div></section>',
         title=proposal["title"],
@@ -139,12 +216,11 @@ def proposal_page(store: Store, proposal_id: str, *, csrf: str = "") -> tuple[st
         task=proposal["task_id"],
         risk=proposal["risk"],
         consensus=consensus_summary(detail["consensus"]),
-        nwarn=len(warnings),
-        warnings=join(join((warning_card(w), feedback(w))) for w in warnings)
-        or html('<p class="empty">No warnings.</p>'),
+        nwarn=_warning_count(warnings, proposal["current_version"]),
+        warnings=_warnings_section(warnings, proposal["current_version"], feedback),
         votes=_votes_table(detail["votes"]),
         patches=_patch_section(store, proposal),
-        timeline=join(timeline_item(e) for e in events),
+        timeline=timeline_items(events),
     )
     return proposal["title"], body, last_id
 

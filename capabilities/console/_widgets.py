@@ -1,4 +1,4 @@
-"""Pieces of console pages: tables, badges, rendered diffs, timeline items, warnings, memory links.
+"""Pieces of console pages: tables, badges, rendered diffs, warnings, memory links.
 
 Every function returns :class:`~capabilities.console.html.Markup` built with
 :func:`~capabilities.console.html.html`, so every value from the store is escaped.
@@ -8,16 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.console._html import Markup, attr_url, esc, html, join
+from capabilities.console._html import Markup, attr_url, html, join, when
+from capabilities.console._markdown import render_markdown
 
 __all__ = [
     "badge",
+    "citation_links",
     "consensus_summary",
     "diff_block",
+    "is_outdated",
     "memory_link",
     "next_page",
     "table",
-    "timeline_item",
+    "vote_badge",
     "warning_card",
 ]
 
@@ -42,10 +45,30 @@ _STATUS_TONE = {
 }
 
 
+# Votes against the patch (blocking or asking for changes), for it, and neither.
+_VOTE_TONE = {
+    "reject": "bad",
+    "veto": "bad",
+    "revise": "bad",
+    "approve": "good",
+    "approve_with_notes": "good",
+    "abstain": "neutral",
+}
+
+
 def badge(text: Any, *, tone: str | None = None) -> Markup:
     """A status word in a coloured pill (the word itself carries the meaning, not the colour)."""
     chosen = tone or _STATUS_TONE.get(str(text), "neutral")
     return html('<span class="badge badge-$tone">$text</span>', tone=chosen, text=text)
+
+
+def vote_badge(vote: Any) -> Markup:
+    """A vote word: against the patch (reject, veto, revise), for it (approve), or neither."""
+    return html(
+        '<span class="badge badge-$tone vote vote-$tone">$vote</span>',
+        tone=_VOTE_TONE.get(str(vote), "neutral"),
+        vote=vote,
+    )
 
 
 def consensus_summary(consensus: dict[str, Any]) -> Markup:
@@ -99,14 +122,16 @@ def diff_block(text: str, *, label: str) -> Markup:
     )
 
 
-def memory_link(memory_id: str, title: str | None = None, *, status: str | None = None) -> Markup:
-    """A link to a memory entry's console page."""
+def memory_link(
+    memory_id: str, title: str | None = None, *, status: str | None = None, with_id: bool = True
+) -> Markup:
+    """A link to a memory entry's console page (titled: with the ID beside it, unless not ``with_id``)."""
     link = html(
         '<a class="memory-link" href="$href">$text</a>',
         href=attr_url(f"/memories/{memory_id}"),
         text=title or memory_id,
     )
-    if title:
+    if title and with_id:
         link = html('$link <span class="id">$id</span>', link=link, id=memory_id)
     if status and status != "active":
         link = html("$link $badge", link=link, badge=badge(status))
@@ -137,103 +162,64 @@ def _evidence(payload: dict[str, Any]) -> Markup:
     return html('<h4>Quoted patch lines</h4><ul class="evidence">$lines</ul>', lines=lines)
 
 
-def warning_card(event: dict[str, Any]) -> Markup:
-    """An oracle warning: severity, confidence, message, quoted patch lines, and each cited memory
-    entry as a link titled with the entry's title."""
+def citation_links(event: dict[str, Any], *, with_ids: bool = True) -> list[Markup]:
+    """Each memory entry a warning cites: a link titled with the entry's title, or marked missing."""
     payload = event.get("payload") or {}
     cited = event.get("cited_memories") or [{"id": m} for m in payload.get("cited_memory_ids") or []]
-    citations = join(
-        html(
-            "<li>$link</li>",
-            link=(
-                html('<span class="id">$id</span> $badge', id=ref["id"], badge=badge("missing", tone="bad"))
-                if ref.get("missing")
-                else memory_link(str(ref["id"]), ref.get("title"), status=ref.get("status"))
-            ),
-        )
+    return [
+        html('<span class="id">$id</span> $badge', id=ref["id"], badge=badge("missing", tone="bad"))
+        if ref.get("missing")
+        else memory_link(str(ref["id"]), ref.get("title"), status=ref.get("status"), with_id=with_ids)
         for ref in cited
         if isinstance(ref, dict) and "id" in ref
+    ]
+
+
+def is_outdated(event: dict[str, Any], current_version: int | None) -> bool:
+    """Whether a warning was made on a patch version older than ``current_version``."""
+    version = (event.get("payload") or {}).get("patch_version")
+    return (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and isinstance(current_version, int)
+        and version < current_version
     )
+
+
+def warning_card(event: dict[str, Any], *, current_version: int | None = None) -> Markup:
+    """An oracle warning: severity, confidence, message (Markdown), quoted patch lines, and each cited
+    memory entry as a link titled with the entry's title. One made on a patch version older than
+    ``current_version`` is marked outdated."""
+    payload = event.get("payload") or {}
     severity = str(payload.get("severity") or "warning")
+    outdated = is_outdated(event, current_version)
     return html(
-        '<article class="warning warning-$severity" aria-labelledby="warning-$id">'
-        '<h3 id="warning-$id">$badge Oracle warning on patch v$version</h3>'
+        '<article class="warning warning-$severity$outdated_class" aria-labelledby="warning-$id">'
+        '<h3 id="warning-$id">$badge Oracle warning on patch v$version$outdated</h3>'
         "$confidence"
-        '<p class="message">$message</p>'
+        '<div class="message md">$message</div>'
         "$evidence"
         '<h4>Cited memory</h4><ul class="citations">$citations</ul>'
-        '<p class="meta">Event $id · $actor · <time datetime="$at">$at</time></p>'
+        '<p class="meta">Event $id · $actor · $at</p>'
         "</article>",
         severity=severity,
+        outdated_class=" warning-outdated" if outdated else "",
         id=event.get("id"),
         badge=badge(severity),
         version=payload.get("patch_version", "?"),
-        message=payload.get("message_md", ""),
+        outdated=html(
+            ' $badge <span class="outdated-note">the patch is now v$now</span>',
+            badge=badge("outdated", tone="muted"),
+            now=current_version,
+        )
+        if outdated
+        else Markup(""),
+        message=render_markdown(payload.get("message_md", ""), heading=5),
         confidence=_confidence(payload),
         evidence=_evidence(payload),
-        citations=citations,
+        citations=join(html("<li>$link</li>", link=link) for link in citation_links(event)),
         actor=event.get("actor", ""),
-        at=event.get("created_at", ""),
-    )
-
-
-def _event_summary(event: dict[str, Any]) -> Markup:
-    payload = event.get("payload") or {}
-    kind = event.get("type", "")
-    if kind == "vote.cast" and event.get("vote"):
-        vote = event["vote"]
-        summary = html(
-            "$agent voted $vote on v$version $counts",
-            agent=vote.get("agent_id"),
-            vote=badge(vote.get("vote"), tone="neutral"),
-            version=vote.get("patch_version"),
-            counts=badge("counts", tone="good")
-            if vote.get("counts")
-            else badge("no longer counts", tone="muted"),
-        )
-        launch = event.get("launch")
-        if not launch:
-            return summary
-        took = launch.get("duration_seconds")
-        return html(
-            '$summary <span class="launch">launched $image ($provider)$duration, $status$exit</span>',
-            summary=summary,
-            image=launch.get("image"),
-            provider=launch.get("provider"),
-            duration=f", {took:.1f} s" if isinstance(took, int | float) else "",
-            status=launch.get("status"),
-            exit="" if launch.get("exit_code") is None else f" {launch['exit_code']}",
-        )
-    if kind in ("proposal.created", "proposal.patch_attached") and event.get("patch"):
-        patch = event["patch"]
-        return html(
-            "patch v$version · $size bytes · $files",
-            version=patch.get("version"),
-            size=patch.get("size_bytes"),
-            files=", ".join(str(f) for f in patch.get("files") or []),
-        )
-    if kind == "memory.oracle_warning":
-        return html("oracle warning: $message", message=payload.get("message_md", ""))
-    if kind == "decision.recorded" and event.get("decision"):
-        decision = event["decision"]
-        return html("decision: $outcome", outcome=decision.get("outcome", ""))
-    for key in ("message", "reason_md", "title", "status"):
-        if isinstance(payload.get(key), str):
-            return esc(payload[key])
-    return Markup("")
-
-
-def timeline_item(event: dict[str, Any]) -> Markup:
-    """One timeline entry: time, type, actor and a one-line summary."""
-    return html(
-        '<li class="event event-$group"><time datetime="$at">$at</time>'
-        ' <span class="type">$type</span> <span class="actor">by $actor</span>'
-        ' <span class="summary">$summary</span></li>',
-        group=str(event.get("type", "")).split(".")[0],
-        at=event.get("created_at", ""),
-        type=event.get("type", ""),
-        actor=event.get("actor", ""),
-        summary=_event_summary(event),
+        at=when(event.get("created_at", "")),
     )
 
 
