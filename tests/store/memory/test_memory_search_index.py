@@ -181,6 +181,11 @@ def test_the_search_builds_the_same_records_as_a_read_by_id(store: Store) -> Non
     for entry in found:
         assert dataclasses.replace(entry, score=None) == store.memory.get(entry.id)
         assert entry.score == 1
+    # entry_from_values fills the instance dict at once: nothing that __init__ would run is skipped.
+    assert not hasattr(MemoryEntry, "__post_init__")
+    assert not hasattr(MemoryEntry, "__slots__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found[0].title = "changed"  # type: ignore[misc]
     assert store.memory.query("", limit=1)[0].score == 2**63 - 1  # an importance, to the last digit
 
 
