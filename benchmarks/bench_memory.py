@@ -152,6 +152,40 @@ def _against(other: Timing, baseline: Timing, measured: Timing) -> str:
     return other.line(baseline) + f"   (query at x{measured.median / other.median:5.2f} of this)"
 
 
+_TRIGGERS = ("memory_trigram_insert", "memory_trigram_update", "memory_trigram_delete")
+
+
+def _write_cost(corpus: Corpus, *, batches: int = 8, size: int = 1_000, single: int = 200) -> None:
+    """What keeping the trigram index costs a write: the same entries recorded into a project that
+    keeps it and into one whose trigram triggers are dropped, in turn (one call at a time, then
+    ``record_many`` batches)."""
+    with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
+        stores = []
+        for name in ("with", "without"):
+            paths, _ = init_project(Path(tmp) / name)
+            stores.append(open_store(paths))
+        stores[1].db.write(lambda conn: [conn.execute(f"DROP TRIGGER {name}") for name in _TRIGGERS])
+        ones, bulk = [0.0, 0.0], [0.0, 0.0]
+        for fields in corpus.entries(0, single):
+            for index, store in enumerate(stores):
+                start = time.perf_counter()
+                store.memory.record(actor="bench", **fields)  # type: ignore[arg-type]
+                ones[index] += time.perf_counter() - start
+        for _ in range(batches):
+            batch = list(corpus.entries(0, size))
+            for index, store in enumerate(stores):
+                start = time.perf_counter()
+                store.memory.record_many(batch, actor="bench")
+                bulk[index] += time.perf_counter() - start
+        for store in stores:
+            store.close()
+    rows = (("record, one call each", ones, single), ("record_many", bulk, batches * size))
+    for label, spent, count in rows:
+        ratio = spent[0] / spent[1]
+        print(f"{label + ', without the trigram index':<52} {count / spent[1]:10.0f} entries/s")
+        print(f"{label + ', with it':<52} {count / spent[0]:10.0f} entries/s   x{ratio:5.2f} the time")
+
+
 def _vocabulary_cases() -> list[Case]:
     return [
         Case("query 'rollback' (common word)", "rollback", scan_path=True),
@@ -230,6 +264,9 @@ def main() -> None:
         entries = _vocabulary_entries(random.Random(7))
         _bench("vocabulary corpus (34 words)", entries, args.entries, _vocabulary_cases(), args, args.repeat)
     if args.corpus in ("realistic", "both"):
+        print("== what the trigram index costs a write (realistic entries) ==")
+        _write_cost(Corpus(seed=16))
+        print()
         corpus = Corpus()
         cases = _realistic_cases(corpus, full=True)
         _bench("realistic corpus", corpus.entries(0, args.entries), args.entries, cases, args, args.repeat)

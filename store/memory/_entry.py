@@ -130,10 +130,20 @@ def _json_or(text: object, default: type[list[Any]] | type[dict[str, Any]]) -> A
     return parse_json_column(text, default())
 
 
+_FIELDS = [spec.name for spec in dataclasses.fields(MemoryEntry)]
+_new = object.__new__
+
+
 def entry_from_values(values: Sequence[Any], score: object = None) -> MemoryEntry:
     """:func:`entry_from_row` for a plain tuple in :data:`ENTRY_COLUMNS` order (extra values after
     them are ignored), with its ``score``: the same record, built without looking columns up by
-    name, for the searches that build thousands of entries at a time."""
+    name, for the searches that build thousands of entries at a time.
+
+    The fields are set the way the frozen dataclass's ``__init__`` sets them, in its instance
+    dict, but at once rather than one ``object.__setattr__`` at a time (which is most of what
+    building an entry costs). ``MemoryEntry`` has no ``__post_init__`` and no slots to go around;
+    ``tests/store/memory/test_memory_search_index.py`` holds both records equal.
+    """
     fields = list(values[: len(_STORED)])
     fields[_TAGS] = _json_or(fields[_TAGS], list)
     fields[_PROVENANCE] = _json_or(fields[_PROVENANCE], dict)
@@ -143,7 +153,9 @@ def entry_from_values(values: Sequence[Any], score: object = None) -> MemoryEntr
     fields[_PINNED] = bool(fields[_PINNED])
     fields[_REVISION] = int(fields[_REVISION])
     fields.append(_score(score))
-    return MemoryEntry(*fields)
+    entry: MemoryEntry = _new(MemoryEntry)
+    entry.__dict__.update(zip(_FIELDS, fields, strict=True))
+    return entry
 
 
 def entry_dict(row: sqlite3.Row) -> dict[str, Any]:

@@ -25,14 +25,17 @@ from typing import Any
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
 from store.memory._search import (
     MemoryFilter,
+    bm25_order,
     candidates_probe,
+    fts_query,
+    rank_ties,
     ranked_keys,
     reach_probe,
     substring_keys,
     trigram_phrase,
 )
 
-__all__ = ["CHUNK", "FEW", "entries_in_order", "search", "use_trigrams"]
+__all__ = ["CHUNK", "FEW", "entries_in_order", "ranked_top", "search", "use_trigrams"]
 
 CHUNK = 256
 """Rows read per statement once the keys are known."""
@@ -59,6 +62,9 @@ def search(
     ``indexed`` overrides step 1 for tests and benchmarks: ``True`` takes the trigram index
     whenever the needle allows it, ``False`` always scans; ``None`` (the store's) decides.
     """
+    fts = fts_query(text) if ranked else None
+    if fts is not None and filters.limit > 0:
+        return list(entries_in_order(conn, ranked_top(conn, fts, filters)))
     if ranked:
         sql, params = ranked_keys(text, filters)
     else:
@@ -94,6 +100,45 @@ def use_trigrams(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -
 
 def _count(conn: sqlite3.Connection, statement: tuple[str, dict[str, Any]]) -> int:
     return int(conn.execute(*statement).fetchone()[0])
+
+
+def ranked_top(conn: sqlite3.Connection, fts: str, filters: MemoryFilter) -> list[tuple[int, float]]:
+    """The keys :func:`~store.memory._search.ranked_keys` answers for a positive limit, without
+    joining every match to its entry.
+
+    The matches come from the index alone, best BM25 first; only they are looked up, a batch at
+    a time (batches double), for the filters and what orders ties (summaries last, importance,
+    id). Once ``limit`` entries that are not summaries are kept and the next BM25 is worse than
+    the last of them, no later match can place, and the walk stops: a query whose words occur in
+    thousands of entries joins a few dozen.
+    """
+    limit = filters.limit
+    ties_sql, ties_params = rank_ties(filters)
+    order = conn.cursor()
+    order.row_factory = None
+    order.execute(*bm25_order(fts))
+    lookup = conn.cursor()
+    lookup.row_factory = None
+    kept: list[tuple[int, float, int, str, int]] = []  # the ORDER BY of ranked_keys, then the rowid
+    worst: list[float] = []  # the BM25 of each kept entry that is not a summary, as they came
+    size = 4 * limit
+    try:
+        while batch := order.fetchmany(size):
+            size = min(2 * size, 4_096)
+            ties_params["ids"] = "[" + ",".join(str(rowid) for rowid, _ in batch) + "]"
+            found = {row[0]: row for row in lookup.execute(ties_sql, ties_params)}
+            for rowid, bm25 in batch:
+                if rowid in found:
+                    _, summary, importance, entry_id = found[rowid]
+                    kept.append((summary, bm25, -importance, entry_id, rowid))
+                    if not summary:
+                        worst.append(bm25)
+            if len(worst) >= limit and batch[-1][1] > worst[limit - 1]:
+                break
+    finally:
+        order.close()
+    kept.sort()
+    return [(rowid, -bm25) for _, bm25, _, _, rowid in kept[:limit]]
 
 
 def entries_in_order(conn: sqlite3.Connection, keys: Sequence[tuple[int, Any]]) -> Iterator[MemoryEntry]:

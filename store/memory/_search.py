@@ -19,7 +19,10 @@ from store.memory._entry import ENTRY_COLUMNS, MemoryEntry
 __all__ = [
     "TRIGRAM",
     "MemoryFilter",
+    "bm25_order",
     "candidates_probe",
+    "fts_query",
+    "rank_ties",
     "ranked_keys",
     "reach_probe",
     "render_summary",
@@ -36,7 +39,8 @@ Statement = tuple[str, dict[str, Any]]
 TRIGRAM = 3
 """The shortest needle the trigram index can find: the length of one trigram."""
 
-SUMMARIES_LAST = "(m.lc_kind = 'summary') ASC"
+IS_SUMMARY = "(m.lc_kind = 'summary')"
+SUMMARIES_LAST = f"{IS_SUMMARY} ASC"
 """The first sort key of ``memory.query``: ``summary`` entries (any case) rank after every other
 entry, so an oracle summary that repeats a decision's words never outranks the decision. Among
 the others, and among summaries, the contract's order holds (score, importance, id)."""
@@ -120,20 +124,49 @@ def substring_keys(needle: str, filters: MemoryFilter, *, indexed: bool) -> Stat
     return sql, params
 
 
-def ranked_keys(text: str, filters: MemoryFilter) -> Statement:
-    """BM25 over the full-text index, any word matching: ``(rowid, score)`` in rank order; no
-    words at all means every entry, by importance."""
+def fts_query(text: str) -> str | None:
+    """The FTS5 ``MATCH`` string of a ranked query (any word: each distinct word a quoted string,
+    OR-ed together), or ``None`` when ``text`` holds no word at all."""
     words = _WORD.findall(text.lower())
     if not words:
+        return None
+    return " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
+
+
+def ranked_keys(text: str, filters: MemoryFilter) -> Statement:
+    """BM25 over the full-text index, any word matching: ``(rowid, score)`` of every match in
+    rank order, up to the limit; no words at all means every entry, by importance."""
+    fts = fts_query(text)
+    if fts is None:
         return substring_keys("", filters, indexed=False)
     where, params = filters.where()
-    # Any-word semantics: each distinct word is a quoted FTS5 string, OR-ed together.
-    params["fts"] = " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
+    params["fts"] = fts
     sql = (
         "SELECT m.rowid, -bm25(memory_fts) AS score FROM memory_fts"
         " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
         f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
         f" ORDER BY {SUMMARIES_LAST}, bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
+    )
+    return sql, params
+
+
+def bm25_order(fts: str) -> Statement:
+    """``(rowid, bm25)`` of every match of ``fts``, best (lowest BM25) first, from the index alone."""
+    sql = (
+        "SELECT rowid, bm25(memory_fts) AS rank_score FROM memory_fts"
+        " WHERE memory_fts MATCH :fts ORDER BY rank_score"
+    )
+    return sql, {"fts": fts}
+
+
+def rank_ties(filters: MemoryFilter) -> Statement:
+    """For the rowids bound as ``:ids`` (a JSON list), those that pass ``filters``, with what
+    orders them after their BM25: ``(rowid, is a summary, importance, id)``."""
+    where, params = filters.where()
+    where.append("m.rowid IN (SELECT value FROM json_each(:ids))")
+    sql = (
+        f"SELECT m.rowid, {IS_SUMMARY}, m.importance, m.id"
+        f" FROM memory_entries AS m WHERE {' AND '.join(where)}"
     )
     return sql, params
 

@@ -13,6 +13,7 @@ import dataclasses
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,8 @@ from store import ProjectPaths, Store, init_project, open_store
 from store.db import _migrations
 from store.memory import MemoryEntry
 from store.memory._actions import lexical_resynthesis
-from store.memory._query import FEW, search
-from store.memory._search import MemoryFilter
+from store.memory._query import FEW, ranked_top, search
+from store.memory._search import MemoryFilter, ranked_keys
 
 _ALL = MemoryFilter(None, None, None, False, 0)
 
@@ -180,7 +181,33 @@ def test_the_search_builds_the_same_records_as_a_read_by_id(store: Store) -> Non
     for entry in found:
         assert dataclasses.replace(entry, score=None) == store.memory.get(entry.id)
         assert entry.score == 1
+    # entry_from_values fills the instance dict at once: nothing that __init__ would run is skipped.
+    assert not hasattr(MemoryEntry, "__post_init__")
+    assert not hasattr(MemoryEntry, "__slots__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        found[0].title = "changed"  # type: ignore[misc]
     assert store.memory.query("", limit=1)[0].score == 2**63 - 1  # an importance, to the last digit
+
+
+def test_ranked_ties_beyond_the_first_batch_are_settled_by_importance_then_id(store: Store) -> None:
+    """Equal BM25 (the same text) everywhere: the walk must read past its first batch to find the
+    more important entry, and past summaries, which rank last however well they score."""
+    fields = {"scope": "project", "kind": "fact", "title": "alpha", "body_md": "x"}
+    store.memory.record_many([{**fields, "kind": "summary", "importance": 9}] * 3, actor="op")
+    store.memory.record_many([fields] * 30 + [{**fields, "importance": 60}] * 2, actor="op")
+
+    def walked_and_joined(conn: sqlite3.Connection, limit: int) -> tuple[list[Any], list[Any]]:
+        filters = MemoryFilter(None, None, None, False, limit)
+        joined = conn.execute(*ranked_keys("alpha", filters)).fetchall()
+        return ranked_top(conn, '"alpha"', filters), [(row[0], row[1]) for row in joined]
+
+    for limit in (1, 2, 3, 5):
+        walked, joined = store.db.read(partial(walked_and_joined, limit=limit))
+        assert walked == joined
+    top = store.memory.query("alpha", match="ranked", limit=3)
+    assert [e.importance for e in top] == [60, 60, 50]
+    everything = store.memory.query("alpha", match="ranked", limit=40)
+    assert [e.kind for e in everything[-3:]] == ["summary"] * 3
 
 
 # -- every write keeps the index in step -----------------------------------------------------------
