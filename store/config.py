@@ -11,6 +11,7 @@ import tomllib
 from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -152,6 +153,11 @@ class _Roles(_Strict):
     memory_oracle: RoleConfig = Field(default_factory=RoleConfig)
 
 
+class _Mcp(_Strict):
+    tool_names: Literal["dotted", "underscore"] = "dotted"
+    """How ``tools/list`` spells tool names (``memory.query`` or ``memory_query``); both are callable."""
+
+
 class _Providers(_Strict):
     openai: OpenAIProviderConfig = Field(default_factory=OpenAIProviderConfig)
 
@@ -175,6 +181,7 @@ class ProjectConfig(_Strict):
     """The whole of ``config.toml``."""
 
     roles: _Roles = Field(default_factory=_Roles)
+    mcp: _Mcp = Field(default_factory=_Mcp)
     providers: _Providers = Field(default_factory=_Providers)
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     agents: dict[str, str] = Field(default_factory=_default_agents)
@@ -235,6 +242,11 @@ model = "your-model"
 api_key_env = "OPENAI_API_KEY"
 max_turns = 12                        # tool-calling turns per launch
 max_tokens = 20000                    # token budget per launch, enforced by the supervisor
+
+[mcp]
+tool_names = "dotted"                 # how tools/list spells tool names: "dotted" (memory.query) or
+                                      # "underscore" (memory_query, for clients that refuse dots);
+                                      # both spellings are callable; --tool-names overrides it
 
 [policy]
 required_approvals = 2                # counting approvals needed, with no counting reject or veto

@@ -1,4 +1,4 @@
-"""The MCP layer: a registry of thin tools, dispatch through the policy, the MCP server.
+"""The MCP layer: a registry of thin tools and their names, dispatch through the policy, the MCP server.
 
 :class:`RoundtableMCPServer` is exported lazily so that importing this package does not import the
 MCP SDK's server.
@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from capabilities.mcp._dispatch import ToolOutcome, call_tool
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
+from capabilities.mcp._names import ToolNaming, tool_naming, underscore_alias
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from capabilities.mcp._server import PRINCIPAL_SCOPE_KEY, RoundtableMCPServer
@@ -19,10 +20,14 @@ __all__ = [
     "RoundtableMCPServer",
     "ToolArgs",
     "ToolCall",
+    "ToolNaming",
     "ToolOutcome",
     "ToolRegistry",
+    "ToolResult",
     "ToolSpec",
     "call_tool",
+    "tool_naming",
+    "underscore_alias",
 ]
 
 _LAZY = {"PRINCIPAL_SCOPE_KEY": "capabilities.mcp._server", "RoundtableMCPServer": "capabilities.mcp._server"}

@@ -50,22 +50,29 @@ async def call_tool(
     name: str,
     arguments: dict[str, Any] | None,
 ) -> ToolOutcome:
-    """Authorise, validate and run one tool call; never raises for a caller's mistake."""
+    """Authorise, validate and run one tool call; never raises for a caller's mistake.
+
+    ``name`` may be a tool's canonical (dotted) name or its underscore alias: it is resolved to the
+    canonical name first, and the policy is checked on that, so no spelling reaches a tool the
+    caller's toolset excludes. A name that is no tool's is ``not_found``; a tool the caller may not
+    call is ``forbidden``.
+    """
     log = _log.bind(tool=name, principal=principal.name if principal else None)
     if principal is not None and principal.grant is not None:
         log = log.bind(grant_id=principal.grant.id, proposal_id=principal.grant.proposal_id)
     try:
-        if not is_allowed(principal, name):
-            raise Forbidden(f"tool {name!r} is not available to this caller")
-        spec = registry.get(name)
-        if spec is None or principal is None:
+        spec = registry.resolve(name) if isinstance(name, str) else None
+        if spec is None:
             raise NotFound(f"no tool named {name!r}")
+        if principal is None or not is_allowed(principal, spec.name):
+            raise Forbidden(f"tool {name!r} is not available to this caller")
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidArgument("arguments must be an object")
         args = spec.parse(arguments)
         # Every event and audit row the call writes names the credential it came through.
         with acting_credential(principal.credential_id):
-            result = await spec.handler(ToolCall(services=services, principal=principal, args=args))
+            answer = await spec.handler(ToolCall(services=services, principal=principal, args=args))
+        result = spec.answer(answer)
     except InternalError as exc:
         # Ours, but a failure rather than a refusal: the operator needs the chained cause.
         log.exception("tool.failed", code=exc.code)

@@ -1,8 +1,9 @@
 """The MCP layer as a registry of thin tools.
 
-A :class:`ToolSpec` names a tool, advertises its input schema (generated from a pydantic model
-that also validates the arguments) and its MCP annotations, and points at an async handler over
-the :class:`~capabilities.services.Services`. Who may call a tool is decided elsewhere
+A :class:`ToolSpec` names a tool, gives it a title, advertises its input schema (generated from a
+pydantic model that also validates the arguments), its output schema (generated from the pydantic
+model its handler builds the answer from) and its MCP annotations, and points at an async handler
+over the :class:`~capabilities.services.Services`. Who may call a tool is decided elsewhere
 (:mod:`capabilities.policy`); tool bodies stay small.
 """
 
@@ -16,20 +17,28 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from capabilities.mcp._names import ToolNames
 from store import check_depth
-from store.errors import InvalidArgument
+from store.errors import InternalError, InvalidArgument
 
 if TYPE_CHECKING:
     from capabilities.principals import Principal
     from capabilities.services import Services
 
-__all__ = ["ToolArgs", "ToolCall", "ToolRegistry", "ToolSpec", "validation_message"]
+__all__ = ["ToolArgs", "ToolCall", "ToolRegistry", "ToolResult", "ToolSpec", "validation_message"]
 
 
 class ToolArgs(BaseModel):
     """Base of every tool's argument model: unknown arguments are refused, types are strict."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ToolResult(BaseModel):
+    """Base of every tool's answer model: the answer is built from it, and its schema is the tool's
+    ``outputSchema``. Fields the store may add later pass through (``extra="allow"``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
 
 @dataclass(frozen=True)
@@ -41,12 +50,17 @@ class ToolCall:
     args: Any
 
 
-Handler = Callable[[ToolCall], Awaitable[dict[str, Any]]]
+Handler = Callable[[ToolCall], Awaitable[ToolResult | dict[str, Any]]]
 
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One MCP tool: its name, description, argument model, annotations and handler."""
+    """One MCP tool: its name, description, argument model, annotations, handler, title and answer model.
+
+    Every tool Roundtable registers has a ``title`` and a ``result_model`` (a test checks it); a
+    spec without a ``result_model`` (a benchmark's no-op) advertises no ``outputSchema`` and may
+    answer a plain dict.
+    """
 
     name: str
     description: str
@@ -55,10 +69,28 @@ class ToolSpec:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
+    title: str | None = None
+    result_model: type[ToolResult] | None = None
 
     def input_schema(self) -> dict[str, Any]:
         """The JSON schema advertised in ``tools/list``: every accepted argument (a fresh copy)."""
         return copy.deepcopy(_input_schema(self.args_model))
+
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON schema of the answer, advertised as ``outputSchema`` (a fresh copy)."""
+        if self.result_model is None:
+            return None
+        return copy.deepcopy(_output_schema(self.result_model))
+
+    def answer(self, result: ToolResult | dict[str, Any]) -> dict[str, Any]:
+        """The JSON object a handler's ``result`` is sent as: its model's dump, keys it left unset out."""
+        if self.result_model is None:
+            if not isinstance(result, dict):
+                raise InternalError(f"{self.name} answered a {type(result).__name__}, not an object")
+            return result
+        if not isinstance(result, self.result_model):
+            raise InternalError(f"{self.name} answered a {type(result).__name__}, not its result model")
+        return result.model_dump(mode="json", exclude_unset=True)
 
     def parse(self, arguments: dict[str, Any] | None) -> ToolArgs:
         """Validate raw arguments, turning pydantic's errors into ``invalid_argument``.
@@ -83,6 +115,13 @@ def _input_schema(args_model: type[ToolArgs]) -> dict[str, Any]:
     return schema
 
 
+@functools.cache
+def _output_schema(result_model: type[ToolResult]) -> dict[str, Any]:
+    schema = result_model.model_json_schema(mode="serialization")
+    schema.pop("title", None)
+    return schema
+
+
 def validation_message(exc: ValidationError) -> str:
     """A short, value-free description of what was wrong with the arguments."""
     problems = []
@@ -93,22 +132,29 @@ def validation_message(exc: ValidationError) -> str:
 
 
 class ToolRegistry:
-    """Every tool Roundtable serves, by name."""
+    """Every tool Roundtable serves, by canonical name, and the one table of its spellings."""
 
     def __init__(self, specs: Iterable[ToolSpec] = ()):
         self._specs: dict[str, ToolSpec] = {}
+        self._names = ToolNames()
         for spec in specs:
             self.add(spec)
 
     def add(self, spec: ToolSpec) -> None:
-        """Register a tool; a duplicate name is a programming error."""
+        """Register a tool; a duplicate or ambiguous name is a programming error."""
         if spec.name in self._specs:
             raise ValueError(f"tool {spec.name} is registered twice")
+        self._names.add(spec.name)
         self._specs[spec.name] = spec
 
     def get(self, name: str) -> ToolSpec | None:
-        """The tool called ``name``, if registered."""
+        """The tool whose canonical name is ``name``, if registered."""
         return self._specs.get(name)
+
+    def resolve(self, spelling: str) -> ToolSpec | None:
+        """The tool ``spelling`` names: its canonical name or its underscore alias."""
+        canonical = self._names.canonical(spelling)
+        return None if canonical is None else self._specs[canonical]
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""

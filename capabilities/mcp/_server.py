@@ -6,6 +6,9 @@ goes through :func:`capabilities.mcp._dispatch.call_tool`, which checks the poli
 principal comes from the transport: fixed for stdio (the local operator), and put into the ASGI
 scope by the authentication middleware for HTTP (TCP or a Unix socket).
 
+Tools are listed with the spelling the server was built with (:class:`ToolNaming`: dotted by
+default, or underscore aliases for clients that refuse dots) and callable by either.
+
 Why override ``list_tools``/``call_tool`` rather than register functions with ``@tool``: the SDK's
 tool manager has one global list and validates arguments with its own messages, while Roundtable
 needs per-principal lists and one structured error vocabulary shared with the CLI and HTTP API.
@@ -22,6 +25,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from mcp_types import Tool as MCPTool
 
 from capabilities.mcp._dispatch import call_tool
+from capabilities.mcp._names import ToolNames, ToolNaming
 from capabilities.mcp._registry import ToolRegistry
 from capabilities.policy import toolset_for
 from capabilities.principals import Principal, current_principal
@@ -57,6 +61,7 @@ class RoundtableMCPServer(MCPServer[Any]):
         *,
         default_principal: Principal | None = None,
         name: str = "roundtable",
+        tool_names: ToolNaming = ToolNaming.DOTTED,
     ):
         super().__init__(
             name=name,
@@ -68,6 +73,7 @@ class RoundtableMCPServer(MCPServer[Any]):
         self.services = services
         self.registry = registry
         self.default_principal = default_principal
+        self.tool_names = tool_names
 
     async def _bind_principal(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -86,13 +92,15 @@ class RoundtableMCPServer(MCPServer[Any]):
             current_principal.reset(token)
 
     async def list_tools(self) -> list[MCPTool]:
-        """The tools the current principal may call, and nothing else."""
+        """The tools the current principal may call, and nothing else, named as :attr:`tool_names` says."""
         allowed = toolset_for(current_principal.get())
         return [
             MCPTool(
-                name=spec.name,
+                name=ToolNames.listed(spec.name, self.tool_names),
+                title=spec.title,
                 description=spec.description,
                 input_schema=spec.input_schema(),
+                output_schema=spec.output_schema(),
                 annotations=ToolAnnotations(
                     read_only_hint=spec.read_only,
                     destructive_hint=spec.destructive,
@@ -105,6 +113,9 @@ class RoundtableMCPServer(MCPServer[Any]):
         ]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> CallToolResult:
-        """Run a tool for the current principal; errors come back as structured error results."""
+        """Run a tool for the current principal; errors come back as structured error results.
+
+        ``name`` may be either spelling, whichever :attr:`tool_names` lists.
+        """
         outcome = await call_tool(self.services, self.registry, current_principal.get(), name, arguments)
         return tool_result(outcome.body(), is_error=not outcome.ok)

@@ -37,7 +37,7 @@ from starlette.middleware import Middleware
 from starlette.routing import BaseRoute
 
 from capabilities.auth import Authenticator, BearerAuthMiddleware
-from capabilities.mcp import RoundtableMCPServer, ToolRegistry
+from capabilities.mcp import RoundtableMCPServer, ToolNaming, ToolRegistry
 from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal, local_operator
 from capabilities.services import Services
@@ -89,12 +89,14 @@ def build_asgi_app(
     guarded_prefixes: Sequence[str] = ("/mcp", "/api"),
     allowed_hosts: Sequence[str] = (),
     json_response: bool = True,
+    tool_names: ToolNaming = ToolNaming.DOTTED,
 ) -> Starlette:
     """The Starlette app: MCP at ``/mcp`` plus ``extra_routes``, behind bearer authentication.
 
     Build a new app for each server: the MCP session manager inside runs once per app.
+    ``tool_names`` is the spelling ``tools/list`` shows (both are callable).
     """
-    server = RoundtableMCPServer(services, registry or build_registry())
+    server = RoundtableMCPServer(services, registry or build_registry(), tool_names=tool_names)
     mcp_app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=json_response,

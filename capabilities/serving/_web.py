@@ -28,6 +28,7 @@ from starlette.types import Scope
 
 from capabilities.console import CONSOLE_ROUTES
 from capabilities.http_api import EXCEPTION_HANDLERS, ApiState, EventBroadcaster, api_routes
+from capabilities.mcp import ToolNaming
 from capabilities.services import Services
 from capabilities.serving._resource_metadata import RESOURCE_METADATA_ROUTES
 from capabilities.serving._transports import build_asgi_app
@@ -159,15 +160,18 @@ def build_service_app(
     web: WebService | None = None,
     extra_routes: Sequence[BaseRoute] = (),
     allowed_hosts: Sequence[str] = (),
+    tool_names: ToolNaming = ToolNaming.DOTTED,
 ) -> Starlette:
     """The whole ``roundtable serve`` application: ``/mcp`` with its protected-resource metadata
-    (unauthenticated, under ``/.well-known``), ``/api/v1`` and the console."""
+    (unauthenticated, under ``/.well-known``), ``/api/v1`` and the console. ``tool_names`` is the
+    spelling ``tools/list`` shows (both are callable)."""
     service = web or WebService(services)
     app = build_asgi_app(
         services,
         extra_routes=[*RESOURCE_METADATA_ROUTES, *extra_routes, *service.routes()],
         extra_lifespans=[service.lifespan],
         allowed_hosts=allowed_hosts,
+        tool_names=tool_names,
     )
     app.state.web_service = service
     app.state.api = service.state

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._project import open_project, open_services
+from supervisor.cli.commands._mcp import add_tool_names_option
 
 if TYPE_CHECKING:
     from capabilities.serving import BoundAddress
@@ -106,6 +107,7 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     import anyio
     import structlog
 
+    from capabilities.mcp import tool_naming
     from capabilities.serving import (
         WebService,
         build_service_app,
@@ -123,7 +125,10 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
         services.review_runner = reviews
         synthesizer, provider = synthesizer_for(services.store.config)
         web = WebService(services, synthesizer=synthesizer, provider=provider)
-        app = build_service_app(services, web=web, allowed_hosts=args.allowed_host)  # /mcp, /api/v1, console
+        naming = tool_naming(args.tool_names, services.store.config)
+        app = build_service_app(  # /mcp, /api/v1, console
+            services, web=web, allowed_hosts=args.allowed_host, tool_names=naming
+        )
         where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
         async with anyio.create_task_group() as tg:
             address: BoundAddress = await tg.start(
@@ -235,4 +240,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="an extra Host header value to accept (host or host:*), for remote clients",
     )
+    add_tool_names_option(serve)
     serve.set_defaults(handler=_serve)

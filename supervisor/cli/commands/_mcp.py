@@ -17,11 +17,23 @@ if TYPE_CHECKING:
     from capabilities.principals import Principal
     from store import Store
 
-__all__ = ["register"]
+__all__ = ["add_tool_names_option", "register"]
+
+
+TOOL_NAMES_HELP = (
+    'how tools/list spells tool names: "dotted" (memory.query) or "underscore" (memory_query, for '
+    "clients that refuse dots); both are callable (default: [mcp] tool_names in config.toml, dotted)"
+)
+"""The help of ``--tool-names`` (``mcp stdio`` and ``serve`` share the option)."""
+
+
+def add_tool_names_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--tool-names dotted|underscore`` (default: the config's ``[mcp] tool_names``)."""
+    parser.add_argument("--tool-names", choices=("dotted", "underscore"), default=None, help=TOOL_NAMES_HELP)
 
 
 async def _stdio(args: argparse.Namespace) -> None:
-    from capabilities.mcp import RoundtableMCPServer  # the SDK is heavy; import it only to serve
+    from capabilities.mcp import RoundtableMCPServer, tool_naming  # the SDK is heavy; import it only to serve
     from capabilities.mcp.tools import build_registry
     from capabilities.principals import local_operator
     from supervisor.review import ReviewService
@@ -30,7 +42,10 @@ async def _stdio(args: argparse.Namespace) -> None:
         principal = local_operator() if args.agent is None else _agent(services.store, args.agent)
         reviews = ReviewService(services.store)
         services.review_runner = reviews
-        server = RoundtableMCPServer(services, build_registry(), default_principal=principal)
+        naming = tool_naming(args.tool_names, services.store.config)
+        server = RoundtableMCPServer(
+            services, build_registry(), default_principal=principal, tool_names=naming
+        )
         try:
             await server.run_stdio_async()
         finally:
@@ -57,4 +72,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         default=None,
         help="serve this roster agent's toolset, acting as it (default: the operator's)",
     )
+    add_tool_names_option(stdio)
     stdio.set_defaults(handler=_stdio)

@@ -132,7 +132,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("memory.mark_stale", {"memory_id": "M-missing", "reason_md": "why"}, "not_found"),
     ("memory.mark_stale", {"memory_id": 3, "reason_md": "why"}, "invalid_argument"),
     ("oracle.warn", {"message_md": "x", "cited_memory_ids": ["M-1"]}, "forbidden"),
-    ("vote.nonexistent", {}, "forbidden"),
+    ("vote.nonexistent", {}, "not_found"),  # no such tool (a known one outside the toolset is forbidden)
 ]
 
 
