@@ -10,7 +10,7 @@ for a role and a tool, a call on the role's *own* target that the tool accepts, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,12 +201,27 @@ def own_tools() -> frozenset[str]:
     return frozenset(_OWN)
 
 
-async def _no_containers(proposal_id: str, *, actor: str) -> dict[str, Any]:
-    """A review runner for authorization tests: says what it was asked and starts nothing (the real
-    runner is proved with the Docker engine in tests/e2e/test_review_run.py)."""
-    return {"proposal_id": proposal_id, "actor": actor, "launches": []}
+def _no_containers(store: Store) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """A review runner for authorization tests: answers the shape the real runner answers (the
+    round, no launches, the votes and consensus as they stand) and starts nothing (the real runner
+    is proved with the Docker engine in tests/e2e/test_review_run.py)."""
+
+    async def run(proposal_id: str, *, actor: str) -> dict[str, Any]:
+        proposal = await store.db.run(store.proposals.get, proposal_id)
+        votes, consensus = await store.db.run(store.reviews.list, proposal_id=proposal_id)
+        return {
+            "proposal_id": proposal_id,
+            "round": proposal["review_round"],
+            "launches": [],
+            "votes": [vote.to_dict() for vote in votes],
+            "warnings": [],
+            "consensus": consensus,
+            "seconds": 0.0,
+        }
+
+    return run
 
 
 def services_of(world: World) -> Services:
     """The services every access test calls tools through."""
-    return Services(world.store, review_runner=_no_containers)
+    return Services(world.store, review_runner=_no_containers(world.store))

@@ -9,11 +9,12 @@ precision per provider.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._results import Event
 from store import MAX_REASON_CHARS, OracleFeedback
 from store.errors import Forbidden
 
@@ -34,23 +35,46 @@ class StatsArgs(ToolArgs):
     """Arguments of ``oracle.stats`` (none)."""
 
 
+class FeedbackResult(ToolResult):
+    """The answer of ``oracle.feedback``: the ``memory.oracle_feedback`` event written."""
+
+    event: Event
+
+
+class ProviderStats(ToolResult):
+    """How one provider's warnings were judged."""
+
+    provider: str
+    warnings: int
+    confirmed: int
+    dismissed: int
+    unreviewed: int
+    precision: float | None = Field(description="confirmed / (confirmed + dismissed); null if none reviewed.")
+
+
+class StatsResult(ToolResult):
+    """The answer of ``oracle.stats``."""
+
+    providers: list[ProviderStats]
+
+
 def _operator_only(call: ToolCall) -> OracleFeedback:
     if not call.principal.is_operator:  # the policy already refuses; this says so a second time
         raise Forbidden("only an operator may give or read feedback on oracle warnings")
     return OracleFeedback(call.services.store.db)
 
 
-async def _feedback(call: ToolCall) -> dict[str, Any]:
+async def _feedback(call: ToolCall) -> FeedbackResult:
     args: FeedbackArgs = call.args
     feedback = _operator_only(call)
     committed = await call.services.store.db.run(
         feedback.give, args.warning_event_id, args.verdict, actor=call.principal.actor, reason=args.reason
     )
-    return committed.body
+    return FeedbackResult.model_validate(committed.body)
 
 
-async def _stats(call: ToolCall) -> dict[str, Any]:
-    return await call.services.store.db.run(_operator_only(call).stats)
+async def _stats(call: ToolCall) -> StatsResult:
+    return StatsResult.model_validate(await call.services.store.db.run(_operator_only(call).stats))
 
 
 TOOLS = [
@@ -62,6 +86,8 @@ TOOLS = [
         "event is not a memory.oracle_warning; nothing is written then.",
         args_model=FeedbackArgs,
         handler=_feedback,
+        title="Judge an oracle warning",
+        result_model=FeedbackResult,
         read_only=False,
         destructive=False,
         idempotent=False,
@@ -73,6 +99,8 @@ TOOLS = [
         "when no warning was reviewed.",
         args_model=StatsArgs,
         handler=_stats,
+        title="Oracle precision per provider",
+        result_model=StatsResult,
         read_only=True,
         idempotent=True,
     ),

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._results import MemoryEntry
 from capabilities.policy import record_scopes
 from capabilities.principals import Principal
 from store.errors import Forbidden
@@ -29,7 +30,9 @@ class QueryArgs(ToolArgs):
         default=None,
         description="Text to count in title, body, scope and kind (lower-cased, not trimmed). "
         "Empty or omitted: every entry matches and scores its importance.",
-        json_schema_extra={"type": "string"},
+        # Any value is accepted (the contract treats a non-string as empty), but a string or null
+        # is what a client should send; null is the default, so the schema must allow it.
+        json_schema_extra={"anyOf": [{"type": "string"}, {"type": "null"}]},
     )
     scope: str | None = Field(default=None, description="Exact, case-sensitive scope filter.")
     kind: str | None = Field(default=None, description="Exact, case-sensitive kind filter.")
@@ -38,6 +41,13 @@ class QueryArgs(ToolArgs):
     match: Literal["substring", "ranked"] = Field(
         default="substring", description='"ranked" uses full-text BM25 ranking with any-word matching.'
     )
+
+
+def _array_of_objects(schema: dict[str, Any]) -> None:
+    """Advertise ``checks`` as an array of objects with no default: omitted means none (its
+    Python default, None, is not an array, so advertising it would make the schema lie)."""
+    schema.pop("default", None)
+    schema.update(type="array", items={"type": "object"})
 
 
 class RecordArgs(ToolArgs):
@@ -60,7 +70,7 @@ class RecordArgs(ToolArgs):
         description="Executable checks (decision or constraint only; at most 20): "
         '[{"kind": "forbid_added"|"require_kept", "pattern": regex, "paths"?: [glob], "message"?: text}]. '
         "Validated by the store (invalid_argument); replaced with the entry. See docs/memory.md.",
-        json_schema_extra={"type": "array", "items": {"type": "object"}},
+        json_schema_extra=_array_of_objects,
     )
 
 
@@ -79,11 +89,31 @@ class MarkStaleArgs(ToolArgs):
     reason_md: str = Field(description="Why it no longer holds.")
 
 
+class EntriesResult(ToolResult):
+    """The answer of ``memory.query``."""
+
+    entries: list[MemoryEntry]
+
+
+class EntryResult(ToolResult):
+    """The answer of ``memory.record`` and ``memory.mark_stale``."""
+
+    entry: MemoryEntry
+
+
+class SummaryResult(ToolResult):
+    """The answer of ``memory.summarize``."""
+
+    entries: list[MemoryEntry]
+    entry_count: int
+    summary_md: str
+
+
 def _scopes(principal: Principal) -> frozenset[str] | None:
     return principal.grant.scopes if principal.grant is not None else None
 
 
-async def _query(call: ToolCall) -> dict[str, Any]:
+async def _query(call: ToolCall) -> EntriesResult:
     args: QueryArgs = call.args
     allowed = _scopes(call.principal)
     if allowed is not None and args.scope not in (None, "") and args.scope not in allowed:
@@ -99,10 +129,10 @@ async def _query(call: ToolCall) -> dict[str, Any]:
         match=args.match,
         allowed_scopes=allowed,
     )
-    return {"entries": [entry.core() for entry in entries]}
+    return EntriesResult(entries=[MemoryEntry.model_validate(entry.core()) for entry in entries])
 
 
-async def _record(call: ToolCall) -> dict[str, Any]:
+async def _record(call: ToolCall) -> EntryResult:
     args: RecordArgs = call.args
     grant = call.principal.grant
     # Scope first: a capability naming a scope outside its grant is refused as such, whatever
@@ -128,7 +158,7 @@ async def _record(call: ToolCall) -> dict[str, Any]:
         writer=call.principal.memory_writer,
         **bound,
     )
-    return {"entry": entry.core()}
+    return EntryResult(entry=MemoryEntry.model_validate(entry.core()))
 
 
 async def _refuse_foreign_entry(call: ToolCall, memory_id: str) -> None:
@@ -149,7 +179,7 @@ async def _refuse_foreign_entry(call: ToolCall, memory_id: str) -> None:
         )
 
 
-async def _summarize(call: ToolCall) -> dict[str, Any]:
+async def _summarize(call: ToolCall) -> SummaryResult:
     args: SummarizeArgs = call.args
     grant = call.principal.grant
     if grant is not None:
@@ -167,10 +197,10 @@ async def _summarize(call: ToolCall) -> dict[str, Any]:
         proposal_id=args.proposal_id,
         allowed_scopes=grant.scopes if grant is not None else None,
     )
-    return result.to_dict()
+    return SummaryResult.model_validate(result.to_dict())
 
 
-async def _mark_stale(call: ToolCall) -> dict[str, Any]:
+async def _mark_stale(call: ToolCall) -> EntryResult:
     args: MarkStaleArgs = call.args
     store = call.services.store
     entry = await store.db.run(
@@ -179,7 +209,7 @@ async def _mark_stale(call: ToolCall) -> dict[str, Any]:
         reason_md=args.reason_md,
         actor=call.principal.actor,
     )
-    return {"entry": entry.core()}
+    return EntryResult(entry=MemoryEntry.model_validate(entry.core()))
 
 
 TOOLS = [
@@ -190,6 +220,8 @@ TOOLS = [
         "exclude_stale is true: read each entry's status.",
         args_model=QueryArgs,
         handler=_query,
+        title="Search memory",
+        result_model=EntriesResult,
         read_only=True,
         idempotent=True,
     ),
@@ -199,6 +231,8 @@ TOOLS = [
         "entry's core fields (omitted optional fields reset to defaults) and keeps created_at.",
         args_model=RecordArgs,
         handler=_record,
+        title="Record a memory entry",
+        result_model=EntryResult,
         destructive=True,
         idempotent=False,
     ),
@@ -208,6 +242,8 @@ TOOLS = [
         "supplied filter is compared with the entry's scope. Nothing is persisted.",
         args_model=SummarizeArgs,
         handler=_summarize,
+        title="Summarize memory",
+        result_model=SummaryResult,
         read_only=True,
         idempotent=True,
     ),
@@ -216,6 +252,8 @@ TOOLS = [
         description="Mark an entry stale and append the reason to its body.",
         args_model=MarkStaleArgs,
         handler=_mark_stale,
+        title="Mark a memory entry stale",
+        result_model=EntryResult,
         destructive=True,
         idempotent=False,
     ),

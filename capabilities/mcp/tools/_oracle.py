@@ -9,11 +9,12 @@ also how operators and roster agents read a patch, naming the proposal (and opti
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._results import Decision, Event, MemoryEntry, Proposal, ProposalSummary, Task
 from capabilities.principals import Principal
 from store import (
     MAX_CITATIONS,
@@ -93,6 +94,45 @@ class WarnArgs(ToolArgs):
     task_id: str | None = _TASK_FIELD
 
 
+class Truncated(ToolResult):
+    """Which lists of ``task.history`` had more than 100 items."""
+
+    proposals: bool
+    decisions: bool
+    events: bool
+    memories: bool
+
+
+class HistoryResult(ToolResult):
+    """The answer of ``task.history``."""
+
+    task: Task
+    proposal: Proposal
+    proposals: list[ProposalSummary]
+    decisions: list[Decision]
+    events: list[Event]
+    memories: list[MemoryEntry]
+    truncated: Truncated
+
+
+class InspectResult(ToolResult):
+    """The answer of ``patch.inspect``."""
+
+    proposal_id: str
+    version: int
+    sha256: str
+    size_bytes: int
+    content: str
+    truncated: bool
+    files: list[str]
+
+
+class EventResult(ToolResult):
+    """The answer of ``oracle.warn`` (and ``oracle.feedback``): the one event written."""
+
+    event: Event
+
+
 def bound_grant(
     principal: Principal, *, proposal_id: str | None = None, task_id: str | None = None
 ) -> GrantRecord:
@@ -112,10 +152,10 @@ def _oracle(call: ToolCall) -> OracleStore:
     return OracleStore(store.db, store.config)
 
 
-async def _history(call: ToolCall) -> dict[str, Any]:
+async def _history(call: ToolCall) -> HistoryResult:
     args: HistoryArgs = call.args
     grant = bound_grant(call.principal, proposal_id=args.proposal_id, task_id=args.task_id)
-    return await call.services.store.db.run(_oracle(call).history, grant)
+    return HistoryResult.model_validate(await call.services.store.db.run(_oracle(call).history, grant))
 
 
 def _utf8_prefix(data: bytes, limit: int) -> str:
@@ -129,7 +169,7 @@ def _utf8_prefix(data: bytes, limit: int) -> str:
     return cut.decode("utf-8", errors="replace")
 
 
-async def _inspect(call: ToolCall) -> dict[str, Any]:
+async def _inspect(call: ToolCall) -> InspectResult:
     args: InspectArgs = call.args
     # A capability naming another proposal is refused as such, whatever else is wrong.
     grant = (
@@ -148,18 +188,18 @@ async def _inspect(call: ToolCall) -> dict[str, Any]:
         raise InvalidArgument("patch.inspect: proposal_id is required")
     else:
         version, data = await store.db.run(store.proposals.patch, args.proposal_id, args.version)
-    return {
-        "proposal_id": version.proposal_id,
-        "version": version.version,
-        "sha256": version.sha256,
-        "size_bytes": len(data),
-        "content": _utf8_prefix(data, args.max_bytes),
-        "truncated": len(data) > args.max_bytes,
-        "files": list(version.files),
-    }
+    return InspectResult(
+        proposal_id=version.proposal_id,
+        version=version.version,
+        sha256=version.sha256,
+        size_bytes=len(data),
+        content=_utf8_prefix(data, args.max_bytes),
+        truncated=len(data) > args.max_bytes,
+        files=list(version.files),
+    )
 
 
-async def _warn(call: ToolCall) -> dict[str, Any]:
+async def _warn(call: ToolCall) -> EventResult:
     args: WarnArgs = call.args
     grant = bound_grant(call.principal, proposal_id=args.proposal_id, task_id=args.task_id)
     event = await call.services.store.db.run(
@@ -172,7 +212,7 @@ async def _warn(call: ToolCall) -> dict[str, Any]:
         confidence=args.confidence,
         evidence=None if args.evidence is None else [item.model_dump() for item in args.evidence],
     )
-    return {"event": event}
+    return EventResult.model_validate({"event": event})
 
 
 TOOLS = [
@@ -183,6 +223,8 @@ TOOLS = [
         "and active memory entries in the task or project scope; 'truncated' says which lists had more.",
         args_model=HistoryArgs,
         handler=_history,
+        title="Task history",
+        result_model=HistoryResult,
         read_only=True,
         idempotent=True,
     ),
@@ -193,6 +235,8 @@ TOOLS = [
         "verified against the recorded SHA-256 (unsafe_path / artifact_mismatch otherwise).",
         args_model=InspectArgs,
         handler=_inspect,
+        title="Inspect a patch",
+        result_model=InspectResult,
         read_only=True,
         idempotent=True,
     ),
@@ -205,6 +249,8 @@ TOOLS = [
         "memory.oracle_warning event; changes no proposal, vote or decision.",
         args_model=WarnArgs,
         handler=_warn,
+        title="Warn the reviewers",
+        result_model=EventResult,
         read_only=False,
         destructive=False,
         idempotent=False,

@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._results import PatchVersion, Proposal, ReviewRound, TimelineEvent
 from capabilities.policy import Reach, acting_agent, reach_of, require_author
 from store.errors import Forbidden
 from store.work import MAX_BODY_CHARS, MAX_LIST_ITEMS, MAX_TITLE_CHARS, ProposalStatusWord, RiskWord
@@ -76,7 +77,47 @@ class ListArgs(ToolArgs):
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.", max_length=200)
 
 
-async def _create(call: ToolCall) -> dict[str, Any]:
+class CreatedResult(ToolResult):
+    """The answer of ``proposal.create``."""
+
+    proposal: Proposal
+    patch: PatchVersion
+
+
+class AttachedResult(CreatedResult):
+    """The answer of ``proposal.attach_patch``: also the votes that stopped counting."""
+
+    invalidated_vote_ids: list[str]
+
+
+class ProposalResult(ToolResult):
+    """The answer of ``proposal.get``."""
+
+    proposal: Proposal
+
+
+class ProposalPageResult(ToolResult):
+    """The answer of ``proposal.list``."""
+
+    proposals: list[Proposal]
+    next_cursor: str | None
+
+
+class RoundResult(ToolResult):
+    """The answer of ``proposal.request_review``."""
+
+    proposal: Proposal
+    round: ReviewRound
+
+
+class TimelineResult(ToolResult):
+    """The answer of ``proposal.timeline``."""
+
+    proposal: Proposal
+    events: list[TimelineEvent]
+
+
+async def _create(call: ToolCall) -> CreatedResult:
     args: CreateArgs = call.args
     store = call.services.store
     proposal, patch = await store.db.run(
@@ -92,7 +133,7 @@ async def _create(call: ToolCall) -> dict[str, Any]:
         rollback_notes_md=args.rollback_notes_md,
         actor=call.principal.actor,
     )
-    return {"proposal": proposal, "patch": patch.to_dict()}
+    return CreatedResult.model_validate({"proposal": proposal, "patch": patch.to_dict()})
 
 
 async def _require_author(call: ToolCall, proposal_id: str, tool: str) -> None:
@@ -104,7 +145,7 @@ async def _require_author(call: ToolCall, proposal_id: str, tool: str) -> None:
         require_author(call.principal, proposal["agent_id"], tool=tool)
 
 
-async def _attach(call: ToolCall) -> dict[str, Any]:
+async def _attach(call: ToolCall) -> AttachedResult:
     args: AttachArgs = call.args
     await _require_author(call, args.proposal_id, "proposal.attach_patch")
     store = call.services.store
@@ -114,7 +155,9 @@ async def _attach(call: ToolCall) -> dict[str, Any]:
         patch=args.patch,
         actor=call.principal.actor,
     )
-    return {"proposal": proposal, "patch": patch.to_dict(), "invalidated_vote_ids": invalidated}
+    return AttachedResult.model_validate(
+        {"proposal": proposal, "patch": patch.to_dict(), "invalidated_vote_ids": invalidated}
+    )
 
 
 def _bound(call: ToolCall, proposal_id: str) -> None:
@@ -124,37 +167,38 @@ def _bound(call: ToolCall, proposal_id: str) -> None:
         raise Forbidden(f"proposal {proposal_id!r} is not this capability's proposal")
 
 
-async def _get(call: ToolCall) -> dict[str, Any]:
+async def _get(call: ToolCall) -> ProposalResult:
     args: ProposalArgs = call.args
     _bound(call, args.proposal_id)
     store = call.services.store
-    return {"proposal": await store.db.run(store.proposals.get, args.proposal_id)}
+    proposal = await store.db.run(store.proposals.get, args.proposal_id)
+    return ProposalResult.model_validate({"proposal": proposal})
 
 
-async def _list(call: ToolCall) -> dict[str, Any]:
+async def _list(call: ToolCall) -> ProposalPageResult:
     args: ListArgs = call.args
     store = call.services.store
     proposals, cursor = await store.db.run(
         store.proposals.list, task_id=args.task_id, status=args.status, limit=args.limit, cursor=args.cursor
     )
-    return {"proposals": proposals, "next_cursor": cursor}
+    return ProposalPageResult.model_validate({"proposals": proposals, "next_cursor": cursor})
 
 
-async def _request_review(call: ToolCall) -> dict[str, Any]:
+async def _request_review(call: ToolCall) -> RoundResult:
     args: ProposalArgs = call.args
     await _require_author(call, args.proposal_id, "proposal.request_review")
     store = call.services.store
     proposal, review = await store.db.run(
         store.reviews.request_review, proposal_id=args.proposal_id, actor=call.principal.actor
     )
-    return {"proposal": proposal, "round": review.to_dict()}
+    return RoundResult.model_validate({"proposal": proposal, "round": review.to_dict()})
 
 
-async def _timeline(call: ToolCall) -> dict[str, Any]:
+async def _timeline(call: ToolCall) -> TimelineResult:
     args: ProposalArgs = call.args
     _bound(call, args.proposal_id)
     store = call.services.store
-    return await store.db.run(store.timeline.timeline, args.proposal_id)
+    return TimelineResult.model_validate(await store.db.run(store.timeline.timeline, args.proposal_id))
 
 
 TOOLS = [
@@ -164,6 +208,8 @@ TOOLS = [
         "version 1. Answers the proposal and the patch version (sha256, size, touched files).",
         args_model=CreateArgs,
         handler=_create,
+        title="Propose a patch",
+        result_model=CreatedResult,
     ),
     ToolSpec(
         name="proposal.attach_patch",
@@ -171,6 +217,8 @@ TOOLS = [
         "counting; an open review round is replaced by one for the new version.",
         args_model=AttachArgs,
         handler=_attach,
+        title="Attach a new patch version",
+        result_model=AttachedResult,
     ),
     ToolSpec(
         name="proposal.get",
@@ -178,6 +226,8 @@ TOOLS = [
         "consensus.",
         args_model=ProposalArgs,
         handler=_get,
+        title="Get a proposal",
+        result_model=ProposalResult,
         read_only=True,
         idempotent=True,
     ),
@@ -186,6 +236,8 @@ TOOLS = [
         description="Proposals, oldest first, filtered by task and status, a page at a time.",
         args_model=ListArgs,
         handler=_list,
+        title="List proposals",
+        result_model=ProposalPageResult,
         read_only=True,
         idempotent=True,
     ),
@@ -195,6 +247,8 @@ TOOLS = [
         "(never the author) and the advisory MemoryOracle (launched: false). Starts no process.",
         args_model=ProposalArgs,
         handler=_request_review,
+        title="Request review",
+        result_model=RoundResult,
     ),
     ToolSpec(
         name="proposal.timeline",
@@ -203,6 +257,8 @@ TOOLS = [
         "cited memory entries, apply and reject.",
         args_model=ProposalArgs,
         handler=_timeline,
+        title="Proposal timeline",
+        result_model=TimelineResult,
         read_only=True,
         idempotent=True,
     ),

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._results import Proposal, Task
 from store.work import MAX_BODY_CHARS, MAX_TITLE_CHARS, RiskWord, TaskPriorityWord, TaskStatusWord
 
 __all__ = ["TOOLS"]
@@ -40,7 +39,27 @@ class ListArgs(ToolArgs):
     cursor: str | None = Field(default=None, description="next_cursor of the previous page.", max_length=200)
 
 
-async def _create(call: ToolCall) -> dict[str, Any]:
+class TaskResult(ToolResult):
+    """The answer of ``task.create``."""
+
+    task: Task
+
+
+class TaskDetailResult(ToolResult):
+    """The answer of ``task.get``."""
+
+    task: Task
+    proposals: list[Proposal]
+
+
+class TaskPageResult(ToolResult):
+    """The answer of ``task.list``."""
+
+    tasks: list[Task]
+    next_cursor: str | None
+
+
+async def _create(call: ToolCall) -> TaskResult:
     args: CreateArgs = call.args
     store = call.services.store
     task = await store.db.run(
@@ -52,24 +71,24 @@ async def _create(call: ToolCall) -> dict[str, Any]:
         assignee=args.assignee,
         actor=call.principal.actor,
     )
-    return {"task": task.to_dict()}
+    return TaskResult.model_validate({"task": task.to_dict()})
 
 
-async def _get(call: ToolCall) -> dict[str, Any]:
+async def _get(call: ToolCall) -> TaskDetailResult:
     args: GetArgs = call.args
     store = call.services.store
     task = await store.db.run(store.tasks.get, args.task_id)
     proposals, _ = await store.db.run(store.proposals.list, task_id=task.id, limit=500)
-    return {"task": task.to_dict(), "proposals": proposals}
+    return TaskDetailResult.model_validate({"task": task.to_dict(), "proposals": proposals})
 
 
-async def _list(call: ToolCall) -> dict[str, Any]:
+async def _list(call: ToolCall) -> TaskPageResult:
     args: ListArgs = call.args
     store = call.services.store
     tasks, cursor = await store.db.run(
         store.tasks.list, status=args.status, limit=args.limit, cursor=args.cursor
     )
-    return {"tasks": [task.to_dict() for task in tasks], "next_cursor": cursor}
+    return TaskPageResult.model_validate({"tasks": [task.to_dict() for task in tasks], "next_cursor": cursor})
 
 
 TOOLS = [
@@ -78,12 +97,16 @@ TOOLS = [
         description="Create a task (status open). Proposals belong to a task.",
         args_model=CreateArgs,
         handler=_create,
+        title="Create a task",
+        result_model=TaskResult,
     ),
     ToolSpec(
         name="task.get",
         description="One task and its proposals.",
         args_model=GetArgs,
         handler=_get,
+        title="Get a task",
+        result_model=TaskDetailResult,
         read_only=True,
         idempotent=True,
     ),
@@ -92,6 +115,8 @@ TOOLS = [
         description="Tasks, oldest first, a page at a time (pass next_cursor back as cursor).",
         args_model=ListArgs,
         handler=_list,
+        title="List tasks",
+        result_model=TaskPageResult,
         read_only=True,
         idempotent=True,
     ),

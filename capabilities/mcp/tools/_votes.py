@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolSpec
+from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._results import ApplyTransaction, Check, Consensus, Decision, Proposal, Vote
 from capabilities.policy import acting_agent
 from store.errors import Forbidden
-from store.work import MAX_BODY_CHARS, DecisionOutcomeWord, VoteWord
+from store.work import MAX_BODY_CHARS, DecisionOutcomeWord, ProposalStatusWord, VoteWord
 
 __all__ = ["TOOLS"]
 
@@ -83,6 +84,47 @@ class ApplyArgs(ToolArgs):
     proposal_id: str = _proposal_id()
 
 
+class CastResult(ToolResult):
+    """The answer of ``vote.cast``."""
+
+    vote: Vote
+    consensus: Consensus
+    proposal_status: ProposalStatusWord
+
+
+class VotesResult(ToolResult):
+    """The answer of ``vote.list``."""
+
+    votes: list[Vote]
+    consensus: Consensus
+
+
+class DecisionResult(ToolResult):
+    """The answer of ``decision.record`` and ``patch.reject``."""
+
+    decision: Decision
+    proposal: Proposal | None
+
+
+class ValidationResult(ToolResult):
+    """The answer of ``patch.validate``: each check, and whether all passed."""
+
+    proposal_id: str
+    version: int
+    sha256: str
+    files: list[str]
+    checks: list[Check]
+    ok: bool
+
+
+class ApplyResult(ToolResult):
+    """The answer of ``patch.apply``."""
+
+    proposal: Proposal
+    transaction: ApplyTransaction
+    checks: list[Check]
+
+
 def _check_binding(call: ToolCall, proposal_id: str | None, agent_id: str | None = None) -> None:
     grant = call.principal.grant
     if grant is None:
@@ -93,7 +135,7 @@ def _check_binding(call: ToolCall, proposal_id: str | None, agent_id: str | None
         raise Forbidden(f"this capability acts as {grant.agent_id!r}, not {agent_id!r}")
 
 
-async def _cast(call: ToolCall) -> dict[str, Any]:
+async def _cast(call: ToolCall) -> CastResult:
     args: CastArgs = call.args
     _check_binding(call, args.proposal_id, args.agent_id)
     store = call.services.store
@@ -105,10 +147,10 @@ async def _cast(call: ToolCall) -> dict[str, Any]:
         reason_md=args.reason_md,
         actor=call.principal.actor,
     )
-    return result.to_dict()
+    return CastResult.model_validate(result.to_dict())
 
 
-async def _list(call: ToolCall) -> dict[str, Any]:
+async def _list(call: ToolCall) -> VotesResult:
     args: ListArgs = call.args
     store = call.services.store
     votes, consensus = await store.db.run(
@@ -117,10 +159,10 @@ async def _list(call: ToolCall) -> dict[str, Any]:
         patch_version=args.patch_version,
         counting_only=args.counting_only,
     )
-    return {"votes": [vote.to_dict() for vote in votes], "consensus": consensus}
+    return VotesResult.model_validate({"votes": [vote.to_dict() for vote in votes], "consensus": consensus})
 
 
-async def _decide(call: ToolCall) -> dict[str, Any]:
+async def _decide(call: ToolCall) -> DecisionResult:
     args: DecisionArgs = call.args
     _check_binding(call, args.proposal_id)
     store = call.services.store
@@ -133,10 +175,10 @@ async def _decide(call: ToolCall) -> dict[str, Any]:
         supersedes=args.supersedes,
         actor=call.principal.actor,
     )
-    return {"decision": decision.to_dict(), "proposal": proposal}
+    return DecisionResult.model_validate({"decision": decision.to_dict(), "proposal": proposal})
 
 
-async def _reject(call: ToolCall) -> dict[str, Any]:
+async def _reject(call: ToolCall) -> DecisionResult:
     args: RejectArgs = call.args
     _check_binding(call, args.proposal_id)
     store = call.services.store
@@ -146,21 +188,23 @@ async def _reject(call: ToolCall) -> dict[str, Any]:
         reason_md=args.reason_md,
         actor=call.principal.actor,
     )
-    return {"proposal": proposal, "decision": decision.to_dict()}
+    return DecisionResult.model_validate({"proposal": proposal, "decision": decision.to_dict()})
 
 
-async def _validate(call: ToolCall) -> dict[str, Any]:
+async def _validate(call: ToolCall) -> ValidationResult:
     args: ValidateArgs = call.args
     store = call.services.store
     result = await store.db.run(store.workspace.validate, proposal_id=args.proposal_id, version=args.version)
-    return result.to_dict()
+    return ValidationResult.model_validate(result.to_dict())
 
 
-async def _apply(call: ToolCall) -> dict[str, Any]:
+async def _apply(call: ToolCall) -> ApplyResult:
     args: ApplyArgs = call.args
     _check_binding(call, args.proposal_id)
     store = call.services.store
-    return await store.db.run(store.workspace.apply, proposal_id=args.proposal_id, actor=call.principal.actor)
+    actor = call.principal.actor
+    applied = await store.db.run(store.workspace.apply, proposal_id=args.proposal_id, actor=actor)
+    return ApplyResult.model_validate(applied)
 
 
 TOOLS = [
@@ -171,6 +215,8 @@ TOOLS = [
         "the consensus after it and the proposal's status.",
         args_model=CastArgs,
         handler=_cast,
+        title="Cast a vote",
+        result_model=CastResult,
     ),
     ToolSpec(
         name="vote.list",
@@ -178,6 +224,8 @@ TOOLS = [
         "now; and the consensus.",
         args_model=ListArgs,
         handler=_list,
+        title="List votes",
+        result_model=VotesResult,
         read_only=True,
         idempotent=True,
     ),
@@ -187,6 +235,8 @@ TOOLS = [
         "supersede an older one. rejected/withdrawn close the proposal; accepted needs consensus.",
         args_model=DecisionArgs,
         handler=_decide,
+        title="Record a decision",
+        result_model=DecisionResult,
         destructive=True,
     ),
     ToolSpec(
@@ -195,6 +245,8 @@ TOOLS = [
         "recorded.",
         args_model=RejectArgs,
         handler=_reject,
+        title="Reject a patch",
+        result_model=DecisionResult,
         destructive=True,
     ),
     ToolSpec(
@@ -203,6 +255,8 @@ TOOLS = [
         "separately: artifact_integrity, parse, paths_inside_repo, applies_cleanly, git_apply_check.",
         args_model=ValidateArgs,
         handler=_validate,
+        title="Validate a patch",
+        result_model=ValidationResult,
         read_only=True,
         idempotent=True,
     ),
@@ -213,6 +267,8 @@ TOOLS = [
         "restores the files if anything fails part-way.",
         args_model=ApplyArgs,
         handler=_apply,
+        title="Apply a patch",
+        result_model=ApplyResult,
         destructive=True,
     ),
 ]
