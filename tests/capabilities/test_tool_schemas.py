@@ -48,7 +48,7 @@ def test_every_tool_has_a_title_and_an_output_schema_from_its_result_model() -> 
 def test_every_input_default_validates_against_its_own_schema() -> None:
     for spec in REGISTRY.specs():
         schema = spec.input_schema()
-        for name, prop in schema["properties"].items():
+        for prop in schema["properties"].values():
             if "default" in prop:
                 _validator({**prop, "$defs": schema.get("$defs", {})}).validate(prop["default"])
 
