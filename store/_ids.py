@@ -108,8 +108,8 @@ def resolve_id_prefix(conn: sqlite3.Connection, kind: str, text: str) -> str:
         f"SELECT id FROM {table} WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",
         (_like_literal(text) + "%", MAX_CANDIDATES + 1),
     ).fetchall()
-    # LIKE ignores ASCII case; an ID prefix is exact.
-    found = [str(row[0]) for row in rows if str(row[0]).startswith(text)]
+    # LIKE ignores ASCII case, so "...-D19" finds "...-d19", as git takes hashes in either case.
+    found = [str(row[0]) for row in rows]
     if not found:
         return text
     if len(text) < len(head) + MIN_PREFIX_DIGITS:

@@ -102,3 +102,29 @@ async def run_operator_tool(
     """:func:`operator_call` on the project at ``root`` (opened and closed around the call)."""
     with open_services(root) as services:
         return await operator_call(services, tool, arguments, ids=ids)
+
+
+def gitignore_state(root: Path) -> bool | None:
+    """Whether git ignores ``root/.roundtable/`` (``git check-ignore``); ``None`` when ``root`` is
+    not in a git work tree or git is missing."""
+    import subprocess
+
+    try:
+        checked = subprocess.run(
+            ["git", "check-ignore", "-q", ".roundtable/"],
+            cwd=root,
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {0: True, 1: False}.get(checked.returncode)  # 128: not a repository
+
+
+def add_to_gitignore(root: Path) -> None:
+    """Append ``.roundtable/`` to ``root/.gitignore`` (created if missing), on a line of its own."""
+    path = root / ".gitignore"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    separator = "" if not text or text.endswith("\n") else "\n"
+    path.write_text(f"{text}{separator}.roundtable/\n", encoding="utf-8")

@@ -23,7 +23,7 @@ from supervisor.cli._project import open_project, open_services, resolve_id
 if TYPE_CHECKING:
     from capabilities.serving import BoundAddress
 
-__all__ = ["DEFAULT_PORT", "register"]
+__all__ = ["DEFAULT_PORT", "register", "serve_banner"]
 
 DEFAULT_PORT = 8765
 LOCAL_OPERATOR = "operator"
@@ -134,7 +134,7 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
             address: BoundAddress = await tg.start(
                 partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
             )
-            _announce(address, as_json=args.json)
+            _announce(address, as_json=args.json, root=args.root)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                 async for received in signals:
                     structlog.get_logger("roundtable.serve").warning(
@@ -146,14 +146,30 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     return {"stopped": True, "url": address.base_url, "uds": address.uds}
 
 
-def _announce(address: BoundAddress, *, as_json: bool) -> None:
-    """Say where the service listens, on stderr (stdout carries only the command's answer)."""
+def _announce(address: BoundAddress, *, as_json: bool, root: str | None) -> None:
+    """Say where the service listens and how to get in, on stderr (stdout carries only the answer)."""
     if as_json:
         line = json.dumps({"event": "serve.ready", "url": address.base_url, "mcp": address.mcp_url})
     else:
-        line = f"serving MCP at {address.mcp_url}" + (f" on Unix socket {address.uds}" if address.uds else "")
+        line = "\n".join(serve_banner(address, root=root))
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+def serve_banner(address: BoundAddress, *, root: str | None = None) -> list[str]:
+    """The lines ``serve`` prints once it listens: the MCP, API and console URLs, and the token."""
+    base = address.base_url
+    where = f"serving on Unix socket {address.uds} (as {base})" if address.uds else f"serving {base}"
+    mint = "roundtable token create --name NAME" + (f" --root {root}" if root else "")
+    return [
+        where,
+        f"  MCP (streamable HTTP)  {address.mcp_url}",
+        f"  HTTP API               {base}/api/v1",
+        f"  web console            {base}/",
+        f"every request needs a bearer token: mint one with `{mint}`",
+        "  (add --agent AGENT_ID for an agent's own token); paste it on the console's sign-in page,",
+        "  or send it as `Authorization: Bearer <token>`. Ctrl-C stops.",
+    ]
 
 
 def _ttl(value: str) -> int:
