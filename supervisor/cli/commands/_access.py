@@ -134,8 +134,9 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
             address: BoundAddress = await tg.start(
                 partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
             )
-            _announce(address, as_json=args.json, root=args.root)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                # Announced once Ctrl-C is ours: a client that stops us at once gets a clean stop.
+                _announce(address, as_json=args.json, root=args.root)
                 async for received in signals:
                     structlog.get_logger("roundtable.serve").warning(
                         "serve.stopping", signal=signal.Signals(received).name
