@@ -8,10 +8,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test check lint typecheck image host-deps bench clean llama
 
+# --quiet prints nothing: the editable install's setuptools warning block is fixed at its cause
+# (package-dir in pyproject.toml; tests/test_packaging.py keeps it so).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
 # Host tools the offline image build and the browser tests need (Debian packages).

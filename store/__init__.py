@@ -106,9 +106,11 @@ __all__ = [
     "parse_decimal",
     "parse_json",
     "patch_relative_path",
+    "resolve_id_prefix",
 ]
 
 _LAZY: dict[str, tuple[str, ...]] = {
+    "store._ids": ("resolve_id_prefix",),
     "store._feedback": ("FEEDBACK_EVENT", "MAX_REASON_CHARS", "OracleFeedback", "Verdict"),
     "store._oracle": (
         "MAX_CITATIONS",

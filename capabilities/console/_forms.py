@@ -26,7 +26,7 @@ from capabilities.console._widgets import badge
 from capabilities.http_api import ApiState, api_state
 from store import MAX_REASON_CHARS, OracleFeedback, Store, Verdict, parse_decimal
 from store.access import DEFAULT_SESSION_SECONDS, ConsoleSession
-from store.errors import InvalidArgument, RoundtableError
+from store.errors import InvalidArgument, RoundtableError, Unauthenticated
 
 __all__ = [
     "feedback_widget",
@@ -112,6 +112,32 @@ def _login_form(request: Request, *, message: str | None = None, status: int = 2
     return response
 
 
+_MINT = "roundtable token create --name NAME"
+
+
+def _login_advice(exc: RoundtableError) -> str:
+    """What a refused sign-in should do next: the bare ``authenticate`` message speaks of bearer
+    headers, which a person pasting into a form never wrote."""
+    if not isinstance(exc, Unauthenticated):
+        return exc.message
+    if "malformed" in exc.message:
+        return (
+            "That is not a Roundtable token. Paste the whole token that"
+            f" `{_MINT}` printed (one line of letters, digits, - and _), run in this project."
+        )
+    if "not known" in exc.message:
+        return (
+            "This project has no such token (was it minted in another project, or mistyped?)."
+            f" Mint one here with `{_MINT}` and paste what it prints."
+        )
+    if "only operator" in exc.message:
+        return (
+            "Agent tokens work on MCP and the API: only operator tokens open the console."
+            f" Mint one with `{_MINT}` (no --agent) and paste it."
+        )
+    return f"{exc.message}. Mint a new token with `{_MINT}` and paste it."
+
+
 async def login_page(request: Request) -> Response:
     """``GET /login``: the sign-in form, with a fresh double-submit token."""
     return _login_form(request)
@@ -124,7 +150,7 @@ async def login(request: Request) -> Response:
         form = await auth.form(request)
         raw, _ = await auth.log_in(request, form)
     except RoundtableError as exc:
-        return _login_form(request, message=exc.message, status=exc.http_status)
+        return _login_form(request, message=_login_advice(exc), status=exc.http_status)
     response = RedirectResponse(safe_next(form.get("next")), status_code=303)
     set_cookie(response, request, SESSION_COOKIE, raw, max_age=DEFAULT_SESSION_SECONDS)
     response.delete_cookie(LOGIN_COOKIE, path="/", httponly=True, samesite="strict")

@@ -77,9 +77,12 @@ class PatchVersion:
     path: str
     created_by: str
     created_at: str
+    unchanged: bool = False
+    """Set on the answer to a re-attach of this version's exact bytes: nothing was written."""
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON shape used by every interface."""
+        """The JSON shape used by every interface (``unchanged: true`` only when set)."""
+        extra: dict[str, Any] = {"unchanged": True} if self.unchanged else {}
         return {
             "proposal_id": self.proposal_id,
             "version": self.version,
@@ -89,6 +92,7 @@ class PatchVersion:
             "path": self.path,
             "created_by": self.created_by,
             "created_at": self.created_at,
+            **extra,
         }
 
 

@@ -5,16 +5,20 @@ author), then write the patch file durably (:class:`~store.patches.PatchArtifact
 one transaction, the rows and events. If that transaction fails the file is removed again; if the
 process dies in between, the orphan file is left for ``roundtable gc`` and no row names it.
 
-A new patch version keeps older votes on record but they stop counting: the open round (if any)
+Re-attaching the current version's exact bytes is a no-op: no file, no row, no event, the status
+and the votes stand, and the answer's patch says ``unchanged: true``. A new patch version keeps
+older votes on record but they stop counting: the open round (if any)
 is closed and a new one is opened for the new version, and ``proposal.reviews_invalidated`` says
 which votes must be renewed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from store._ids import new_id, utc_now_iso
@@ -23,7 +27,14 @@ from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Conflict, Forbidden, InvalidArgument, PatchVersionNotFound
 from store.events import append_event
-from store.patches import PatchArtifactStore, PatchVersion, StagedPatch, list_versions, parse_diff
+from store.patches import (
+    PatchArtifactStore,
+    PatchVersion,
+    StagedPatch,
+    get_version,
+    list_versions,
+    parse_diff,
+)
 from store.work._records import Proposal, load_proposal, proposal_from_row
 from store.work._rounds import (
     close_open_round,
@@ -170,8 +181,12 @@ class ProposalStore:
         """``proposal.attach_patch``: a new immutable version; returns the votes that stopped counting."""
         id_v = check_object_id("proposal_id", proposal_id)
         data, files = self._parse(patch)
-        proposal = self.db.read(lambda conn: load_proposal(conn, id_v))
+        proposal, current = self.db.read(lambda conn: _with_current(conn, id_v))
         _require_open(proposal)
+        if current is not None and current.sha256 == hashlib.sha256(data).hexdigest():
+            # The same bytes again: no new version, no event, the reviews and status stand.
+            view = self.db.read(lambda conn: proposal_view(conn, self.config, load_proposal(conn, id_v)))
+            return view, replace(current, unchanged=True), []
         version_n = proposal.current_version + 1
         staged = self.patches.stage(id_v, version_n, data, files)
 
@@ -253,6 +268,14 @@ class ProposalStore:
         views = self.db.read(read)
         page = views[:count]
         return page, (page[-1]["id"] if len(views) > count else None)
+
+
+def _with_current(conn: sqlite3.Connection, proposal_id: str) -> tuple[Proposal, PatchVersion | None]:
+    """A proposal and its current patch version (one snapshot)."""
+    proposal = load_proposal(conn, proposal_id)
+    if proposal.current_version < 1:
+        return proposal, None
+    return proposal, get_version(conn, proposal_id, proposal.current_version)
 
 
 def _require_open(proposal: Proposal) -> None:

@@ -20,7 +20,14 @@ from typing import Any, TextIO
 
 from store.errors import Conflict, InternalError
 
-__all__ = ["Announcer", "Detached", "check_reviewable", "progress_printer", "start_detached"]
+__all__ = [
+    "Announcer",
+    "Detached",
+    "check_reviewable",
+    "progress_printer",
+    "resolve_proposal",
+    "start_detached",
+]
 
 
 def progress_printer(as_json: bool) -> Callable[[str, dict[str, Any]], None]:
@@ -52,6 +59,15 @@ class Announcer:
         if self._pipe is not None and phase == self._phase and not self._pipe.closed:
             self._pipe.write(json.dumps(details) + "\n")
             self._pipe.close()
+
+
+async def resolve_proposal(args: Any) -> str:
+    """The full ID of the proposal ``args.proposal_id`` names (an ID or a unique prefix of one)."""
+    import anyio.to_thread
+
+    from supervisor.cli._project import resolve_root_id
+
+    return await anyio.to_thread.run_sync(resolve_root_id, args.root, "proposal", args.proposal_id)
 
 
 def check_reviewable(root: str | None, proposal_id: str) -> Path:

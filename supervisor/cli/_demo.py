@@ -3,10 +3,12 @@
 1. initialise a scratch project and record two decisions in project memory;
 2. create a task and a proposal whose patch adds raw SQL, contradicting one of them;
 3. request review: the round lists the voting reviewers and the MemoryOracle, launched by nobody;
-4. launch the MemoryOracle explicitly, in its hardened container, with the ``lexical`` provider;
-5. print the proposal's timeline, with the oracle's warning and the decision it cites.
+4. launch the MemoryOracle explicitly, in its hardened container, with the ``judge`` provider;
+5. tell it (:func:`supervisor.cli._demo_story.render_demo`): the warning, the decision it cites,
+   and the unrelated decision it left alone. ``--json`` answers the whole timeline too.
 
-Every step goes through the same tools an MCP client calls, as the local operator.
+Every step goes through the same tools an MCP client calls, as the local operator. Only two lines
+go to stderr (the scratch directory, and the launch starting): the story is on stdout.
 """
 
 from __future__ import annotations
@@ -44,6 +46,16 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
+_DECISIONS = (
+    {
+        "title": "All SQL goes through the query builder",
+        "body_md": "Never build SQL strings by hand: use db.query_builder so every value is bound.",
+        "importance": 90,
+    },
+    {"title": "Logs are structured JSON", "body_md": "Use structlog."},
+)
+
+
 async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
     """Run the demo in ``root`` (or a fresh temporary directory, removed afterwards)."""
     scratch = Path(root) if root else Path(tempfile.mkdtemp(prefix="roundtable-demo-"))
@@ -53,33 +65,17 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
         (paths.root / "app" / "users.py").write_text(_ORIGINAL, encoding="utf-8")
         store = open_store(paths)
         services = Services(store=store)
+        kept = "kept (--keep)" if keep or root else "removed afterwards; --keep keeps it"
+        _say(f"scratch project {paths.root} ({kept})")
         try:
-            _say(f"scratch project: {paths.root}")
-            decision = (
-                await operator_call(
-                    services,
-                    "memory.record",
-                    {
-                        "scope": "project",
-                        "kind": "decision",
-                        "title": "All SQL goes through the query builder",
-                        "body_md": "Never build SQL strings by hand: use db.query_builder "
-                        "so every value is bound.",
-                        "importance": 90,
-                    },
-                )
-            )["entry"]
-            await operator_call(
-                services,
-                "memory.record",
-                {
-                    "scope": "project",
-                    "kind": "decision",
-                    "title": "Logs are structured JSON",
-                    "body_md": "Use structlog.",
-                },
-            )
-            _say(f"recorded decision {decision['id']}: {decision['title']}")
+            decision, unrelated = [
+                (
+                    await operator_call(
+                        services, "memory.record", {"scope": "project", "kind": "decision", **fields}
+                    )
+                )["entry"]
+                for fields in _DECISIONS
+            ]
             task = (await operator_call(services, "task.create", {"title": "Look users up by name"}))["task"]
             created = await operator_call(
                 services,
@@ -93,28 +89,21 @@ async def run_demo(root: str | None, *, keep: bool = False) -> dict[str, Any]:
                 },
             )
             proposal_id = created["proposal"]["id"]
-            _say(f"proposal {proposal_id} adds raw SQL to app/users.py")
             await operator_call(services, "proposal.request_review", {"proposal_id": proposal_id})
-            _say("review requested: reviewer-1 and reviewer-2 may vote; the MemoryOracle is advisory")
-
-            def progress(phase: str, details: dict[str, Any]) -> None:
-                _say(f"oracle {phase} {details.get('launch_id', '')}")
-
+            _say("launching the MemoryOracle in its hardened container (judge provider)...")
             async with Supervisor(store) as supervisor:
-                result = await supervisor.launch_role(
-                    "memory_oracle", proposal_id, provider="judge", on_phase=progress
-                )
+                result = await supervisor.launch_role("memory_oracle", proposal_id, provider="judge")
             timeline = await operator_call(services, "proposal.timeline", {"proposal_id": proposal_id})
         finally:
             store.close()
-        _say(f"launch {result.launch.id} {result.launch.status}; {len(result.warnings)} warning(s)")
         return {
             "root": str(paths.root),
             "proposal_id": proposal_id,
             "decision": decision,
+            "unrelated_decision": unrelated,
             "launch": result.to_dict(),
             "timeline": timeline,
-            # The timeline shows each warning whole, with the titles it cites: nothing to repeat.
+            # The JSON's message: the whole timeline (the readable output is render_demo's story).
             "message": render_timeline(timeline)
             + "\n\nThe MemoryOracle's warnings are advice; reviewers decide.",
         }

@@ -1,10 +1,12 @@
 """The ``roundtable`` command line.
 
 Every command accepts ``--root DIR`` and ``--json``. Exit status: 0 on success, 2 on a usage
-error, 1 on any other error; with ``--json`` an error prints :func:`store.errors.error_body`
+error (bare ``roundtable`` is one: it prints the whole help on stderr), 1 on any other error;
+with ``--json`` an error prints :func:`store.errors.error_body`
 (``{"error": {"code", "message"}}``) on stdout. Logs go to stderr. Commands live in
 :mod:`supervisor.cli.commands`, one module per area; each registers its subcommands and returns a
-JSON-able answer.
+JSON-able answer, which is printed as JSON with ``--json`` and otherwise through the command's
+renderer (``set_defaults(render=...)``, :mod:`supervisor.cli._render`).
 
 Start-up is kept light: building the parser imports only argparse and the command modules, whose
 handlers import what they use (the store, the tool dispatch, the servers, Docker) when they run,
@@ -68,6 +70,11 @@ def _wants_json(argv: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    if not args_list:
+        # Bare `roundtable`: the whole help, on stderr with status 2, as argparse treats a missing
+        # command (a usage error), so a script that forgot its command still fails.
+        build_parser().print_help(sys.stderr)
+        return 2
     as_json = _wants_json(args_list)
     try:
         args = build_parser().parse_args(args_list)
@@ -107,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     if isinstance(result, dict):
-        emit(result, as_json=args.json)
+        emit(result, as_json=args.json, render=getattr(args, "render", None))
     return 0
 
 

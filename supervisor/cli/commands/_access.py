@@ -16,14 +16,15 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from supervisor.cli import _render_access as _render
 from supervisor.cli._choices import add_lazy_choice
-from supervisor.cli._project import open_project, open_services
+from supervisor.cli._project import open_project, open_services, resolve_id
 from supervisor.cli.commands._mcp import add_tool_names_option
 
 if TYPE_CHECKING:
     from capabilities.serving import BoundAddress
 
-__all__ = ["DEFAULT_PORT", "register"]
+__all__ = ["DEFAULT_PORT", "register", "serve_banner"]
 
 DEFAULT_PORT = 8765
 LOCAL_OPERATOR = "operator"
@@ -57,7 +58,8 @@ def _token_list(args: argparse.Namespace) -> dict[str, Any]:
 
 def _token_revoke(args: argparse.Namespace) -> dict[str, Any]:
     with open_project(args.root) as store:
-        record, revoked = store.grants.revoke_token(args.token_id, actor=LOCAL_OPERATOR)
+        token_id = resolve_id(store, "token", args.token_id)
+        record, revoked = store.grants.revoke_token(token_id, actor=LOCAL_OPERATOR)
     return {"token": record.to_dict(), "revoked": revoked}
 
 
@@ -70,8 +72,9 @@ def _capability_grant(args: argparse.Namespace) -> dict[str, Any]:
 
     ttl = DEFAULT_GRANT_TTL_SECONDS if args.ttl is None else args.ttl
     with open_project(args.root) as store:
+        proposal_id = resolve_id(store, "proposal", args.proposal)
         issued = issue_capability(
-            store, proposal_id=args.proposal, role=args.role, actor=LOCAL_OPERATOR, ttl_seconds=ttl
+            store, proposal_id=proposal_id, role=args.role, actor=LOCAL_OPERATOR, ttl_seconds=ttl
         )
     grant = issued.record
     return {
@@ -89,13 +92,15 @@ def _capability_grant(args: argparse.Namespace) -> dict[str, Any]:
 
 def _capability_revoke(args: argparse.Namespace) -> dict[str, Any]:
     with open_project(args.root) as store:
-        grant, revoked = store.grants.revoke(args.grant_id, actor=LOCAL_OPERATOR, reason=args.reason)
+        grant_id = resolve_id(store, "grant", args.grant_id)
+        grant, revoked = store.grants.revoke(grant_id, actor=LOCAL_OPERATOR, reason=args.reason)
     return {"grant": grant.to_dict(), "revoked": revoked}
 
 
 def _capability_list(args: argparse.Namespace) -> dict[str, Any]:
     with open_project(args.root) as store:
-        grants = store.grants.list_grants(proposal_id=args.proposal, active_only=args.active)
+        proposal_id = None if args.proposal is None else resolve_id(store, "proposal", args.proposal)
+        grants = store.grants.list_grants(proposal_id=proposal_id, active_only=args.active)
     return {"grants": [grant.to_dict() for grant in grants]}
 
 
@@ -134,8 +139,9 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
             address: BoundAddress = await tg.start(
                 partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
             )
-            _announce(address, as_json=args.json)
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                # Announced once Ctrl-C is ours: a client that stops us at once gets a clean stop.
+                _announce(address, as_json=args.json, root=args.root)
                 async for received in signals:
                     structlog.get_logger("roundtable.serve").warning(
                         "serve.stopping", signal=signal.Signals(received).name
@@ -146,14 +152,30 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     return {"stopped": True, "url": address.base_url, "uds": address.uds}
 
 
-def _announce(address: BoundAddress, *, as_json: bool) -> None:
-    """Say where the service listens, on stderr (stdout carries only the command's answer)."""
+def _announce(address: BoundAddress, *, as_json: bool, root: str | None) -> None:
+    """Say where the service listens and how to get in, on stderr (stdout carries only the answer)."""
     if as_json:
         line = json.dumps({"event": "serve.ready", "url": address.base_url, "mcp": address.mcp_url})
     else:
-        line = f"serving MCP at {address.mcp_url}" + (f" on Unix socket {address.uds}" if address.uds else "")
+        line = "\n".join(serve_banner(address, root=root))
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+def serve_banner(address: BoundAddress, *, root: str | None = None) -> list[str]:
+    """The lines ``serve`` prints once it listens: the MCP, API and console URLs, and the token."""
+    base = address.base_url
+    where = f"serving on Unix socket {address.uds} (as {base})" if address.uds else f"serving {base}"
+    mint = "roundtable token create --name NAME" + (f" --root {root}" if root else "")
+    return [
+        where,
+        f"  MCP (streamable HTTP)  {address.mcp_url}",
+        f"  HTTP API               {base}/api/v1",
+        f"  web console            {base}/",
+        f"every request needs a bearer token: mint one with `{mint}`",
+        "  (add --agent AGENT_ID for an agent's own token); paste it on the console's sign-in page,",
+        "  or send it as `Authorization: Bearer <token>`. Ctrl-C stops.",
+    ]
 
 
 def _ttl(value: str) -> int:
@@ -191,14 +213,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="bind the token to this roster agent ([agents]): it acts as that agent, with its role's tools",
     )
     create.add_argument("--ttl", type=_ttl, default=None, help="seconds until it expires (default: never)")
-    create.set_defaults(handler=_token_create)
+    create.set_defaults(handler=_token_create, render=_render.render_token)
     listing = token_sub.add_parser(
         "list", parents=[common], help="operator and agent tokens (never the tokens)"
     )
-    listing.set_defaults(handler=_token_list)
+    listing.set_defaults(handler=_token_list, render=_render.render_token_list)
     revoke = token_sub.add_parser("revoke", parents=[common], help="revoke an operator or agent token")
     revoke.add_argument("token_id")
-    revoke.set_defaults(handler=_token_revoke)
+    revoke.set_defaults(handler=_token_revoke, render=_render.render_token_revoked)
 
     capability = commands.add_parser(
         "capability", parents=[common], help="role capabilities bound to a proposal"
@@ -212,15 +234,15 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_lazy_choice(grant, "--role", load=_capability_roles, required=True)
     # default None, filled in by the handler: the default lives in store.access, not imported here.
     grant.add_argument("--ttl", type=_ttl, default=None, metavar="SECONDS")
-    grant.set_defaults(handler=_capability_grant)
+    grant.set_defaults(handler=_capability_grant, render=_render.render_grant)
     cap_revoke = cap_sub.add_parser("revoke", parents=[common], help="revoke a capability")
     cap_revoke.add_argument("grant_id")
     cap_revoke.add_argument("--reason", default="revoked by operator")
-    cap_revoke.set_defaults(handler=_capability_revoke)
+    cap_revoke.set_defaults(handler=_capability_revoke, render=_render.render_grant_revoked)
     cap_list = cap_sub.add_parser("list", parents=[common], help="capability grants, newest first")
     cap_list.add_argument("--proposal", default=None, metavar="P")
     cap_list.add_argument("--active", action="store_true", help="only grants neither expired nor revoked")
-    cap_list.set_defaults(handler=_capability_list)
+    cap_list.set_defaults(handler=_capability_list, render=_render.render_grant_list)
 
     serve = commands.add_parser(
         "serve", parents=[common], help="MCP over streamable HTTP at /mcp (bearer tokens)"
@@ -241,4 +263,4 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="an extra Host header value to accept (host or host:*), for remote clients",
     )
     add_tool_names_option(serve)
-    serve.set_defaults(handler=_serve)
+    serve.set_defaults(handler=_serve, render=_render.render_stopped)

@@ -73,7 +73,10 @@ async def _summarize(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _mark_stale(args: argparse.Namespace) -> dict[str, Any]:
     return await run_operator_tool(
-        args.root, "memory.mark_stale", {"memory_id": args.memory_id, "reason_md": args.reason_md}
+        args.root,
+        "memory.mark_stale",
+        {"memory_id": args.memory_id, "reason_md": args.reason_md},
+        ids={"memory_id": "memory"},
     )
 
 

@@ -16,7 +16,13 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from supervisor.cli._background import Announcer, check_reviewable, progress_printer, start_detached
+from supervisor.cli._background import (
+    Announcer,
+    check_reviewable,
+    progress_printer,
+    resolve_proposal,
+    start_detached,
+)
 from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._timeline_text import warning_lines
 from supervisor.cli.commands import _oracle_feedback
@@ -28,6 +34,7 @@ __all__ = ["register"]
 
 
 async def _launch(args: argparse.Namespace) -> dict[str, Any]:
+    args.proposal_id = await resolve_proposal(args)  # a unique prefix is enough
     if not args.wait:
         return _launch_detached(args)
     from supervisor import Supervisor

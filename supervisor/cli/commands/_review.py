@@ -13,13 +13,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from supervisor.cli._background import Announcer, check_reviewable, progress_printer, start_detached
+from supervisor.cli._background import (
+    Announcer,
+    check_reviewable,
+    progress_printer,
+    resolve_proposal,
+    start_detached,
+)
 from supervisor.cli._timeline_text import warning_lines
 
 __all__ = ["register_subcommands", "review_run_lines"]
 
 
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
+    args.proposal_id = await resolve_proposal(args)  # a unique prefix is enough
     if not args.wait:
         return _run_detached(args)
     from supervisor import Supervisor

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from store.errors import InvalidArgument
+from supervisor.cli import _render
 from supervisor.cli._project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.cli._timeline_text import render_timeline
 from supervisor.cli.commands import _review
@@ -38,14 +39,19 @@ def _read_patch_file(name: str, max_bytes: int) -> str:
 
 
 async def _with_patch(
-    root: str | None, tool: str, patch_file: str, arguments: dict[str, Any]
+    root: str | None, tool: str, patch_file: str, arguments: dict[str, Any], *, ids: dict[str, str]
 ) -> dict[str, Any]:
     import anyio.to_thread
 
     with open_services(root) as services:
         limit = services.store.config.policy.max_patch_bytes
         text = await anyio.to_thread.run_sync(_read_patch_file, patch_file, limit)
-        return await operator_call(services, tool, {**arguments, "patch": text})
+        return await operator_call(services, tool, {**arguments, "patch": text}, ids=ids)
+
+
+# The arguments a user may give as a unique ID prefix, as git takes an abbreviated hash.
+_PROPOSAL = {"proposal_id": "proposal"}
+_TASK = {"task_id": "task"}
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -70,7 +76,7 @@ async def _task_create(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _task_get(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_operator_tool(args.root, "task.get", {"task_id": args.task_id})
+    return await run_operator_tool(args.root, "task.get", {"task_id": args.task_id}, ids=_TASK)
 
 
 async def _task_list(args: argparse.Namespace) -> dict[str, Any]:
@@ -90,26 +96,30 @@ async def _proposal_create(args: argparse.Namespace) -> dict[str, Any]:
         expected_tests=args.expected_test or None,
         rollback_notes_md=args.rollback_notes,
     )
-    return await _with_patch(args.root, "proposal.create", args.patch, arguments)
+    return await _with_patch(args.root, "proposal.create", args.patch, arguments, ids=_TASK)
 
 
 async def _proposal_attach(args: argparse.Namespace) -> dict[str, Any]:
     return await _with_patch(
-        args.root, "proposal.attach_patch", args.patch, {"proposal_id": args.proposal_id}
+        args.root, "proposal.attach_patch", args.patch, {"proposal_id": args.proposal_id}, ids=_PROPOSAL
     )
 
 
 async def _proposal_get(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_operator_tool(args.root, "proposal.get", {"proposal_id": args.proposal_id})
+    return await run_operator_tool(
+        args.root, "proposal.get", {"proposal_id": args.proposal_id}, ids=_PROPOSAL
+    )
 
 
 async def _proposal_list(args: argparse.Namespace) -> dict[str, Any]:
     arguments = _given(task_id=args.task, status=args.status, limit=args.limit, cursor=args.cursor)
-    return await run_operator_tool(args.root, "proposal.list", arguments)
+    return await run_operator_tool(args.root, "proposal.list", arguments, ids=_TASK)
 
 
 async def _review_request(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_operator_tool(args.root, "proposal.request_review", {"proposal_id": args.proposal_id})
+    return await run_operator_tool(
+        args.root, "proposal.request_review", {"proposal_id": args.proposal_id}, ids=_PROPOSAL
+    )
 
 
 async def _vote_cast(args: argparse.Namespace) -> dict[str, Any]:
@@ -119,7 +129,7 @@ async def _vote_cast(args: argparse.Namespace) -> dict[str, Any]:
         "vote": args.vote,
         "reason_md": args.reason,
     }
-    return await run_operator_tool(args.root, "vote.cast", arguments)
+    return await run_operator_tool(args.root, "vote.cast", arguments, ids=_PROPOSAL)
 
 
 async def _vote_list(args: argparse.Namespace) -> dict[str, Any]:
@@ -128,7 +138,7 @@ async def _vote_list(args: argparse.Namespace) -> dict[str, Any]:
         patch_version=args.version,
         counting_only=True if args.counting else None,
     )
-    return await run_operator_tool(args.root, "vote.list", arguments)
+    return await run_operator_tool(args.root, "vote.list", arguments, ids=_PROPOSAL)
 
 
 async def _decision_record(args: argparse.Namespace) -> dict[str, Any]:
@@ -139,27 +149,30 @@ async def _decision_record(args: argparse.Namespace) -> dict[str, Any]:
         rationale_md=args.rationale,
         supersedes=args.supersedes,
     )
-    return await run_operator_tool(args.root, "decision.record", arguments)
+    ids = {**_PROPOSAL, **_TASK, "supersedes": "decision"}
+    return await run_operator_tool(args.root, "decision.record", arguments, ids=ids)
 
 
 async def _patch_validate(args: argparse.Namespace) -> dict[str, Any]:
     return await run_operator_tool(
-        args.root, "patch.validate", _given(proposal_id=args.proposal_id, version=args.version)
+        args.root, "patch.validate", _given(proposal_id=args.proposal_id, version=args.version), ids=_PROPOSAL
     )
 
 
 async def _patch_apply(args: argparse.Namespace) -> dict[str, Any]:
-    return await run_operator_tool(args.root, "patch.apply", {"proposal_id": args.proposal_id})
+    return await run_operator_tool(args.root, "patch.apply", {"proposal_id": args.proposal_id}, ids=_PROPOSAL)
 
 
 async def _patch_reject(args: argparse.Namespace) -> dict[str, Any]:
     return await run_operator_tool(
-        args.root, "patch.reject", {"proposal_id": args.proposal_id, "reason_md": args.reason}
+        args.root, "patch.reject", {"proposal_id": args.proposal_id, "reason_md": args.reason}, ids=_PROPOSAL
     )
 
 
 async def _timeline(args: argparse.Namespace) -> dict[str, Any]:
-    body = await run_operator_tool(args.root, "proposal.timeline", {"proposal_id": args.proposal_id})
+    body = await run_operator_tool(
+        args.root, "proposal.timeline", {"proposal_id": args.proposal_id}, ids=_PROPOSAL
+    )
     if args.json:
         return body
     return {"message": render_timeline(body)}
@@ -203,14 +216,14 @@ def _register_tasks(commands: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument("--priority", help="low, normal, high or urgent")
     create.add_argument("--risk", help="low, normal, high or critical (the default risk of its proposals)")
     create.add_argument("--assignee", help="the agent the task is assigned to")
-    create.set_defaults(handler=_task_create)
+    create.set_defaults(handler=_task_create, render=_render.render_task)
     get = sub.add_parser("get", parents=[common], help="one task and its proposals")
     get.add_argument("task_id", metavar="T")
-    get.set_defaults(handler=_task_get)
+    get.set_defaults(handler=_task_get, render=_render.render_task_get)
     listing = sub.add_parser("list", parents=[common], help="tasks, oldest first")
     listing.add_argument("--status")
     _paging(listing)
-    listing.set_defaults(handler=_task_list)
+    listing.set_defaults(handler=_task_list, render=_render.render_task_list)
 
 
 def _register_proposals(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -227,26 +240,26 @@ def _register_proposals(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     create.add_argument("--expected-test", action="append", metavar="TEST", help="an expected test (repeat)")
     create.add_argument("--rollback-notes", metavar="TEXT", help="how to roll the change back")
-    create.set_defaults(handler=_proposal_create)
+    create.set_defaults(handler=_proposal_create, render=_render.render_proposal_created)
     attach = sub.add_parser("attach-patch", parents=[common], help="attach a new immutable patch version")
     attach.add_argument("proposal_id", metavar="P")
     attach.add_argument("--patch", required=True, metavar="FILE", help="the unified diff ('-': stdin)")
-    attach.set_defaults(handler=_proposal_attach)
+    attach.set_defaults(handler=_proposal_attach, render=_render.render_attached)
     get = sub.add_parser("get", parents=[common], help="one proposal with every patch version")
     get.add_argument("proposal_id", metavar="P")
-    get.set_defaults(handler=_proposal_get)
+    get.set_defaults(handler=_proposal_get, render=_render.render_proposal)
     listing = sub.add_parser("list", parents=[common], help="proposals, oldest first")
     listing.add_argument("--task", metavar="T")
     listing.add_argument("--status")
     _paging(listing)
-    listing.set_defaults(handler=_proposal_list)
+    listing.set_defaults(handler=_proposal_list, render=_render.render_proposal_list)
 
 
 def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
     sub = _group(commands, common, "review", "review rounds")
     request = sub.add_parser("request", parents=[common], help="open a review round; starts no process")
     request.add_argument("proposal_id", metavar="P")
-    request.set_defaults(handler=_review_request)
+    request.set_defaults(handler=_review_request, render=_render.render_review_round)
     _review.register_subcommands(sub, common)
 
     sub = _group(commands, common, "vote", "cast and list votes")
@@ -260,12 +273,12 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
         help="approve, approve_with_notes, revise, reject, veto, abstain",
     )
     cast.add_argument("--reason", required=True, metavar="R", help="why (Markdown)")
-    cast.set_defaults(handler=_vote_cast)
+    cast.set_defaults(handler=_vote_cast, render=_render.render_vote)
     listing = sub.add_parser("list", parents=[common], help="every vote, with whether it counts now")
     listing.add_argument("proposal_id", metavar="P")
     listing.add_argument("--version", type=int, help="only votes on this patch version")
     listing.add_argument("--counting", action="store_true", help="only the votes that count now")
-    listing.set_defaults(handler=_vote_list)
+    listing.set_defaults(handler=_vote_list, render=_render.render_vote_list)
 
     sub = _group(commands, common, "decision", "record immutable decisions")
     record = sub.add_parser("record", parents=[common], help="record a decision about a proposal or a task")
@@ -274,7 +287,7 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
     record.add_argument("--outcome", required=True, help="accepted, rejected, withdrawn, deferred or noted")
     record.add_argument("--rationale", required=True, help="the decision and its reasons (Markdown)")
     record.add_argument("--supersedes", metavar="D", help="the decision this one replaces")
-    record.set_defaults(handler=_decision_record)
+    record.set_defaults(handler=_decision_record, render=_render.render_decision)
 
 
 def _register_patches(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -284,16 +297,16 @@ def _register_patches(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     validate.add_argument("proposal_id", metavar="P")
     validate.add_argument("--version", type=int, help="a patch version (default: the current one)")
-    validate.set_defaults(handler=_patch_validate)
+    validate.set_defaults(handler=_patch_validate, render=_render.render_patch_validate)
     apply = sub.add_parser(
         "apply", parents=[common], help="apply the accepted patch, with rollback on failure"
     )
     apply.add_argument("proposal_id", metavar="P")
-    apply.set_defaults(handler=_patch_apply)
+    apply.set_defaults(handler=_patch_apply, render=_render.render_patch_apply)
     reject = sub.add_parser("reject", parents=[common], help="reject the proposal's patch")
     reject.add_argument("proposal_id", metavar="P")
     reject.add_argument("--reason", required=True, metavar="R")
-    reject.set_defaults(handler=_patch_reject)
+    reject.set_defaults(handler=_patch_reject, render=_render.render_rejected)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -317,4 +330,4 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="keep files younger than this (default 60)",
     )
-    gc.set_defaults(handler=_gc)
+    gc.set_defaults(handler=_gc, render=_render.render_gc)
