@@ -117,6 +117,17 @@ def test_a_needle_in_most_rows_scans(store: Store) -> None:
     assert "memory_trigram" not in _key_statement(seen)
 
 
+def test_more_than_few_candidates_in_under_half_the_rows_read_the_index(store: Store) -> None:
+    """Past FEW candidates the index is still taken while they are under half the rows."""
+    _filler(store, FEW + 200, body_md="a common marker")
+    _filler(store, FEW + 400)  # rows without it: the candidates are about 45% of the table
+    with _statements(store) as seen:
+        found = store.memory.query("Common marker", limit=0)
+    assert len(found) == FEW + 200
+    assert "memory_trigram MATCH" in _key_statement(seen)
+    assert _both(store, "common marker", MemoryFilter(None, None, None, False, 5)) == found[:5]
+
+
 def test_a_needle_shorter_than_a_trigram_scans(store: Store) -> None:
     _record(store, title="ab")
     with _statements(store) as seen:
