@@ -2,11 +2,12 @@
 
 Three steps, all in the caller's read transaction, so the answer is one snapshot:
 
-1. the path (:func:`use_trigrams`), for a substring needle of three characters or more: the
+1. the path (:func:`trigram_route`), for a substring needle of three characters or more: the
    trigram index (``0009_memory_trigram.sql``) when its candidates are fewer than the rows a
    scan would read (every row, or the rows of the filtered scopes through the scope index);
-   each count stops at its bound, so asking costs little. A needle the index cannot find
-   (:func:`~store.memory._search.trigram_phrase`) scans. Either path gives the same answer;
+   each count stops at its bound, so asking costs little, and fewer than :data:`FEW`
+   candidates are read as rowids at once. A needle the index cannot find
+   (:func:`~store.memory._search.trigram_match`) scans. Every path gives the same answer;
    only the rows it reads differ;
 2. the keys: one statement finds, scores and orders the matches (:func:`substring_keys`,
    :func:`ranked_keys`) and answers ``(rowid, score)`` only, so SQLite's sorter never holds
@@ -24,24 +25,28 @@ from typing import Any
 
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
 from store.memory._search import (
+    SCORE_FUNCTION,
     MemoryFilter,
     bm25_order,
+    candidate_rowids,
     candidates_probe,
     fts_query,
     rank_ties,
     ranked_keys,
     reach_probe,
     substring_keys,
-    trigram_phrase,
+    substring_score,
+    trigram_match,
 )
 
-__all__ = ["CHUNK", "FEW", "entries_in_order", "ranked_top", "search", "use_trigrams"]
+__all__ = ["CHUNK", "FEW", "entries_in_order", "ranked_top", "search", "trigram_route"]
 
 CHUNK = 256
 """Rows read per statement once the keys are known."""
 
 FEW = 1_000
-"""Candidates so few that the trigram index takes them without asking what a scan would read."""
+"""Candidates so few that the search takes them from the trigram index without asking what a
+scan would read, and reads them once: their rowids, then those rows."""
 
 _ROWS = (
     f"SELECT {ENTRY_COLUMNS}, m.rowid FROM memory_entries AS m"
@@ -59,7 +64,7 @@ def search(
 ) -> list[MemoryEntry]:
     """The entries ``memory.query`` answers for ``text`` (not yet lower-cased) and ``filters``.
 
-    ``indexed`` overrides step 1 for tests and benchmarks: ``True`` takes the trigram index
+    ``indexed`` overrides step 1 for tests and benchmarks: ``True`` joins the trigram index
     whenever the needle allows it, ``False`` always scans; ``None`` (the store's) decides.
     """
     fts = fts_query(text) if ranked else None
@@ -69,33 +74,38 @@ def search(
         sql, params = ranked_keys(text, filters)
     else:
         needle = text.lower()
-        if indexed is None:
-            indexed = use_trigrams(conn, needle, filters)
-        sql, params = substring_keys(needle, filters, indexed=indexed and trigram_phrase(needle) is not None)
+        route = trigram_route(conn, needle, filters) if indexed is None else indexed
+        can_index = trigram_match(needle) is not None
+        few = route if isinstance(route, list) and can_index else None
+        sql, params = substring_keys(needle, filters, indexed=route is True and can_index, candidates=few)
+        conn.create_function(SCORE_FUNCTION, 5, substring_score, deterministic=True)
     cursor = conn.cursor()
     cursor.row_factory = None
     keys: list[tuple[int, Any]] = cursor.execute(sql, params).fetchall()
     return list(entries_in_order(conn, keys))
 
 
-def use_trigrams(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -> bool:
-    """Whether the trigram index reads fewer rows for ``needle`` than a scan would; ``False`` when
-    the index cannot find the needle at all.
+def trigram_route(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -> list[int] | bool:
+    """How the search reads ``needle``'s candidates: the rowids themselves when the trigram
+    index holds fewer than :data:`FEW` (read once, here, and not matched again); ``True`` to
+    join the index when it reads fewer rows than a scan would; ``False`` to scan, also when the
+    index cannot find the needle at all.
 
-    Fewer than :data:`FEW` candidates always take the index. Otherwise a scan of the whole table,
-    which reads rows in order and so more cheaply than the index's lookups, wins from half of its
-    rows on; a scan through a scope filter reads rows by lookup too, and wins once the scope holds
-    fewer rows than the index has candidates. Every count stops at the bound it is tested against.
+    Otherwise a scan of the whole table, which reads rows in order and so more cheaply than the
+    index's lookups, wins from half of its rows on; a scan through a scope filter reads rows by
+    lookup too, and wins once the scope holds fewer rows than the index has candidates. Every
+    read of the index stops at the bound it is tested against.
     """
-    phrase = trigram_phrase(needle)
-    if phrase is None:
+    match = trigram_match(needle)
+    if match is None:
         return False
-    if _count(conn, candidates_probe(phrase, FEW)) < FEW:
-        return True
+    few = [row[0] for row in conn.execute(*candidate_rowids(match, FEW))]
+    if len(few) < FEW:
+        return few
     total = _count(conn, ("SELECT coalesce(max(rowid), 0) FROM memory_entries", {}))  # >= the rows
     probe = reach_probe(filters, total)
     bound = total // 2 if probe is None else _count(conn, probe)
-    return _count(conn, candidates_probe(phrase, bound + 1)) <= bound
+    return _count(conn, candidates_probe(match, bound + 1)) <= bound
 
 
 def _count(conn: sqlite3.Connection, statement: tuple[str, dict[str, Any]]) -> int:

@@ -70,6 +70,19 @@ def _key_statement(seen: list[str]) -> str:
     return keys[0]
 
 
+def _route(seen: list[str]) -> str:
+    """Which rows the keys were read from: ``"rowids"`` (the index's few candidates, read once),
+    ``"join"`` (the index, joined) or ``"scan"``."""
+    key = _key_statement(seen)
+    if "memory_trigram MATCH" in key:
+        return "join"
+    if "json_each" in key:
+        assert any(sql.startswith("SELECT rowid FROM memory_trigram WHERE") for sql in seen), seen
+        return "rowids"
+    assert "memory_trigram" not in key
+    return "scan"
+
+
 # -- the index is used, and only when it prunes ----------------------------------------------------
 
 
@@ -104,7 +117,7 @@ def test_a_rare_needle_reads_its_candidates_not_every_row(store: Store) -> None:
     with _statements(store) as seen:
         found = store.memory.query("Zanzibarite")
     assert [entry.id for entry in found] == [rare.id]
-    assert "memory_trigram MATCH" in _key_statement(seen)
+    assert _route(seen) == "rowids"
     indexed = _steps(store, lambda: store.memory.query("zanzibarite"))
     scanned = _steps(store, lambda: _scan(store, "zanzibarite"))
     assert indexed * 10 < scanned, (indexed, scanned)
@@ -114,7 +127,7 @@ def test_a_needle_in_most_rows_scans(store: Store) -> None:
     _filler(store, 2 * FEW)  # more candidates than the index takes without asking
     with _statements(store) as seen:
         assert len(store.memory.query("plain words", limit=0)) == 2 * FEW
-    assert "memory_trigram" not in _key_statement(seen)
+    assert _route(seen) == "scan"
 
 
 def test_more_than_few_candidates_in_under_half_the_rows_read_the_index(store: Store) -> None:
@@ -124,7 +137,7 @@ def test_more_than_few_candidates_in_under_half_the_rows_read_the_index(store: S
     with _statements(store) as seen:
         found = store.memory.query("Common marker", limit=0)
     assert len(found) == FEW + 200
-    assert "memory_trigram MATCH" in _key_statement(seen)
+    assert _route(seen) == "join"
     assert _both(store, "common marker", MemoryFilter(None, None, None, False, 5)) == found[:5]
 
 
@@ -140,7 +153,7 @@ def test_a_small_scope_scans_through_the_scope_index(store: Store) -> None:
     _record(store, scope="T-1", body_md="the common phrase, once in T-1")
     with _statements(store) as seen:
         assert len(store.memory.query("common phrase", scope="T-1")) == 1
-    assert "memory_trigram" not in _key_statement(seen)
+    assert _route(seen) == "scan"
     assert len(_both(store, "common phrase", MemoryFilter("T-1", None, None, False, 10))) == 1
 
 
@@ -173,7 +186,7 @@ def test_a_query_of_the_longest_length_is_found_through_the_index(store: Store) 
     entry = _record(store, body_md=f"start {text} end")
     with _statements(store) as seen:
         assert [e.id for e in store.memory.query(text)] == [entry.id]
-    assert "memory_trigram MATCH" in _key_statement(seen)
+    assert _route(seen) == "rowids"
     assert _both(store, text) == store.memory.query(text)
 
 
@@ -323,7 +336,7 @@ def test_migration_0009_indexes_the_entries_stored_before_it(
         _in_step(upgraded)
         with _statements(upgraded) as seen:
             found = upgraded.memory.query("legacy WOMBAT", limit=0)
-        assert "memory_trigram MATCH" in _key_statement(seen)
+        assert _route(seen) == "rowids"
         assert sorted(e.id for e in found) == sorted(e.id for e in before)
         assert _both(upgraded, "legacy wombat") == found
         after = _record(upgraded, title="New wombat")
