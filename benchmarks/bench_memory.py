@@ -18,7 +18,9 @@ with a second baseline say so:
 - ``scan path``: ``memory.query``'s own substring search forced past the trigram index (what it
   did before the index), same answer: "no slower than the scan" is the ratio to this;
 - ``bare fetch`` (``limit`` 0): the bare scan selecting the entry columns of its matches instead,
-  read into Python tuples: the floor of handing every match back.
+  read into Python tuples: the floor of handing every match back;
+- ``found nowhere`` (a needle in every entry): the bare scan of a needle that no row holds, which
+  reads all of every row's text, as scoring a needle in every entry must.
 
 Operations of one row are timed in turn, round after round (:func:`benchmarks._timing.time_together`),
 and each ratio is of medians. Usage: ``python -m benchmarks.bench_memory [--entries N] [--repeat R]
@@ -83,6 +85,9 @@ class Case:
     options: dict[str, Any] = field(default_factory=dict)
     scan_path: bool = False
     bare_fetch: bool = False
+    read_all: bool = False
+    """Also the bare scan of a needle found nowhere: it reads every row's text to its end, as a
+    score of a needle in every entry must (the bare scan of that needle stops at its first hit)."""
     as_json: bool = False
     goal: str = ""
     rounds: int = 1
@@ -127,6 +132,13 @@ def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None
             return store.db.read(lambda conn: search(conn, case.query, filters, indexed=False))
 
         operations.append(("  the same, forced to scan (scan path)", scan))
+    if case.read_all:
+
+        def nowhere() -> object:
+            sql = f"SELECT count(*) FROM memory_entries WHERE {_BARE_WHERE}"
+            return raw.execute(sql, ("\u2603 found nowhere",)).fetchone()
+
+        operations.append(("  bare scan of a needle found nowhere", nowhere))
     if case.bare_fetch:
 
         def fetch() -> object:
@@ -217,7 +229,7 @@ def _realistic_cases(corpus: Corpus, *, full: bool) -> list[Case]:
         _substring("scope=project", terms.rare, project, rounds=3),
         _substring("(common)", terms.common, goal=no_slower),
         _substring("scope=project", terms.common, project, goal=no_slower),
-        _substring("(in every entry)", terms.very_common, goal=no_slower),
+        _substring("(in every entry)", terms.very_common, goal=no_slower, read_all=True),
         _substring("(2 chars: no trigram, scans)", "ab"),
         Case("query '' (empty: by importance)", ""),
         Case(
