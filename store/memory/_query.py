@@ -7,7 +7,7 @@ Three steps, all in the caller's read transaction, so the answer is one snapshot
    scan would read (every row, or the rows of the filtered scopes through the scope index);
    each count stops at its bound, so asking costs little, and fewer than :data:`FEW`
    candidates are read as rowids at once. A needle the index cannot find
-   (:func:`~store.memory._search.trigram_match`) scans. Every path gives the same answer;
+   (:func:`~store.memory._search.trigram_phrase`) scans. Every path gives the same answer;
    only the rows it reads differ;
 2. the keys: one statement finds, scores and orders the matches (:func:`substring_keys`,
    :func:`ranked_keys`) and answers ``(rowid, score)`` only, so SQLite's sorter never holds
@@ -37,6 +37,7 @@ from store.memory._search import (
     substring_keys,
     substring_score,
     trigram_match,
+    trigram_phrase,
 )
 
 __all__ = ["CHUNK", "FEW", "entries_in_order", "ranked_top", "search", "trigram_route"]
@@ -75,7 +76,7 @@ def search(
     else:
         needle = text.lower()
         route = trigram_route(conn, needle, filters) if indexed is None else indexed
-        can_index = trigram_match(needle) is not None
+        can_index = trigram_phrase(needle) is not None
         few = route if isinstance(route, list) and can_index else None
         sql, params = substring_keys(needle, filters, indexed=route is True and can_index, candidates=few)
         conn.create_function(SCORE_FUNCTION, 5, substring_score, deterministic=True)
@@ -86,26 +87,30 @@ def search(
 
 
 def trigram_route(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -> list[int] | bool:
-    """How the search reads ``needle``'s candidates: the rowids themselves when the trigram
-    index holds fewer than :data:`FEW` (read once, here, and not matched again); ``True`` to
-    join the index when it reads fewer rows than a scan would; ``False`` to scan, also when the
-    index cannot find the needle at all.
+    """How the search reads ``needle``'s candidates: their rowids when the trigram index holds
+    fewer than :data:`FEW` (read here, once, and not matched again); ``True`` to join the index
+    when it reads fewer rows than a scan would; ``False`` to scan, also when the index cannot
+    find the needle at all.
 
-    Otherwise a scan of the whole table, which reads rows in order and so more cheaply than the
-    index's lookups, wins from half of its rows on; a scan through a scope filter reads rows by
-    lookup too, and wins once the scope holds fewer rows than the index has candidates. Every
-    read of the index stops at the bound it is tested against.
+    The few are asked first of the cheap cover (:func:`~store.memory._search.trigram_match`),
+    then of the exact phrase (:func:`~store.memory._search.trigram_phrase`). Past them a scan of
+    the whole table, which reads rows in order and so more cheaply than the index's lookups, wins
+    from half of its rows on; a scan through a scope filter reads rows by lookup too, and wins
+    once the scope holds fewer rows than the index has candidates. Every read of the index stops
+    at the bound it is tested against.
     """
-    match = trigram_match(needle)
-    if match is None:
+    phrase = trigram_phrase(needle)
+    cover = trigram_match(needle)
+    if phrase is None or cover is None:
         return False
-    few = [row[0] for row in conn.execute(*candidate_rowids(match, FEW))]
-    if len(few) < FEW:
-        return few
+    for match in dict.fromkeys((cover, phrase)):
+        few = [row[0] for row in conn.execute(*candidate_rowids(match, FEW))]
+        if len(few) < FEW:
+            return few
     total = _count(conn, ("SELECT coalesce(max(rowid), 0) FROM memory_entries", {}))  # >= the rows
     probe = reach_probe(filters, total)
     bound = total // 2 if probe is None else _count(conn, probe)
-    return _count(conn, candidates_probe(match, bound + 1)) <= bound
+    return _count(conn, candidates_probe(phrase, bound + 1)) <= bound
 
 
 def _count(conn: sqlite3.Connection, statement: tuple[str, dict[str, Any]]) -> int:

@@ -33,6 +33,7 @@ __all__ = [
     "substring_score",
     "summary_query",
     "trigram_match",
+    "trigram_phrase",
 ]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -82,22 +83,35 @@ class MemoryFilter:
         return where, params
 
 
-def trigram_match(needle: str) -> str | None:
-    """The FTS5 ``MATCH`` string that finds the candidates for ``needle`` in the trigram index, or
-    ``None`` when the index cannot answer for it and the search scans instead.
+def trigram_phrase(needle: str) -> str | None:
+    """The FTS5 ``MATCH`` string of ``needle`` as one phrase of its consecutive trigrams, which
+    finds exactly the rows whose columns contain it; ``None`` when the index cannot answer for it
+    and the search scans instead.
 
-    A row holding the needle holds each of its trigrams, so the rows holding every trigram of a
-    cover of the needle (the trigrams at 0, 3, 6, ... and the last one; a third of them) are a
-    superset of the matches: each trigram a quoted string (embedded quotes doubled, so FTS5 reads
-    no syntax in it), AND-ed. Not the needle as one phrase: a phrase loads and lines up the
-    position lists of all its trigrams in every row that holds them, and a long needle's common
-    trigrams make that several times the cost of the intersection, which the exact count then
-    narrows for as little. It cannot answer for a needle shorter than three characters (no
-    trigram), nor one holding NUL (FTS5 ends a string there; stored text holds none, so the scan
-    finds nothing either). A few characters it reads alike (U+FFFE and U+FFFF as U+FFFD) only
-    widen the candidates too.
+    The needle in double quotes, embedded quotes doubled: inside it FTS5 reads no other syntax.
+    It cannot answer for a needle shorter than three characters (no trigram at all), nor one
+    holding NUL (FTS5 ends the phrase there; stored text holds none, so the scan finds nothing
+    either). A few characters it reads alike (U+FFFE and U+FFFF as U+FFFD) only widen the
+    candidates, which the exact count then narrows.
     """
     if len(needle) < TRIGRAM or "\x00" in needle:
+        return None
+    return '"' + needle.replace('"', '""') + '"'
+
+
+def trigram_match(needle: str) -> str | None:
+    """A cheaper ``MATCH`` string than :func:`trigram_phrase` for the same needle: the rows that
+    hold every trigram of a cover of it (the trigrams at 0, 3, 6, ... and the last one), each a
+    quoted string, AND-ed; ``None`` where the phrase is.
+
+    A row holding the needle holds each of its trigrams, so these rows are a superset of the
+    phrase's. Without positions to load and line up, they cost a third to a tenth of the phrase
+    for a long needle with common trigrams (an identifier such as ``dopet.list._dreas``), and
+    for a word the two sets are nearly the same; across words, where trigrams fall together by
+    chance, the superset can be far larger (``cache index``: 27 rows hold the phrase, 4,643 the
+    cover), so the search asks the phrase next when the cover finds many.
+    """
+    if trigram_phrase(needle) is None:
         return None
     starts = [*range(0, len(needle) - TRIGRAM + 1, TRIGRAM), len(needle) - TRIGRAM]
     cover = dict.fromkeys(needle[start : start + TRIGRAM] for start in starts)
@@ -124,7 +138,7 @@ def substring_keys(
 
     The score is counted on the lower-cased shadow columns (:func:`substring_score`); an empty
     needle scores every entry by its importance. ``indexed`` (only for a needle with a
-    :func:`trigram_match`) reads the candidates from the trigram index instead of every row, and
+    :func:`trigram_phrase`) reads the candidates from the trigram index instead of every row, and
     ``candidates`` instead reads the rows of those rowids (the index's candidates, already read):
     either is a superset of the matches, and the same presence test and count decide, so the
     answer is the same row for row.
@@ -147,7 +161,7 @@ def substring_keys(
         elif indexed:
             source = "memory_trigram CROSS JOIN memory_entries AS m ON m.rowid = memory_trigram.rowid"
             where.append("memory_trigram MATCH :match")
-            params["match"] = trigram_match(needle)
+            params["match"] = trigram_phrase(needle)
     sql = (
         f"SELECT m.rowid, {score_sql} AS score FROM {source}"
         f" WHERE {' AND '.join(where) or '1'}"

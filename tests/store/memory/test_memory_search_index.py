@@ -130,6 +130,19 @@ def test_a_needle_in_most_rows_scans(store: Store) -> None:
     assert _route(seen) == "scan"
 
 
+def test_words_whose_trigrams_fall_together_by_chance_are_asked_as_a_phrase(store: Store) -> None:
+    """The cheap cover of 'cache index' is in every row below; the phrase in three: those are read."""
+    _filler(store, FEW + 200, body_md="the cache and the index")
+    wanted = [_record(store, title=f"Cache index {i}").id for i in range(3)]
+    with _statements(store) as seen:
+        found = store.memory.query("cache INDEX", limit=0)
+    assert sorted(e.id for e in found) == sorted(wanted)
+    assert _route(seen) == "rowids"
+    probes = [sql for sql in seen if sql.startswith("SELECT rowid FROM memory_trigram WHERE")]
+    assert len(probes) == 2, probes  # the cover found too many; the phrase, three
+    assert _both(store, "cache index") == found
+
+
 def test_more_than_few_candidates_in_under_half_the_rows_read_the_index(store: Store) -> None:
     """Past FEW candidates the index is still taken while they are under half the rows."""
     _filler(store, FEW + 200, body_md="a common marker")
