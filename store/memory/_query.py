@@ -12,15 +12,15 @@ Three steps, all in the caller's read transaction, so the answer is one snapshot
 2. the keys: one statement finds, scores and orders the matches (:func:`substring_keys`,
    :func:`ranked_keys`) and answers ``(rowid, score)`` only, so SQLite's sorter never holds
    whole entries;
-3. the rows (:func:`entries_in_order`): read by rowid, :data:`CHUNK` at a time, and built into
-   entries as they arrive, in the order of the keys. ``limit`` 0 (every match) costs the keys
-   plus one pass over the matching rows.
+3. the rows (:func:`entries_in_order`): read by rowid, :data:`CHUNK` at a time in rowid order,
+   built into entries as they arrive, and answered in the order of the keys. ``limit`` 0 (every
+   match) costs the keys plus one pass over the matching rows, in table order.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
@@ -70,7 +70,7 @@ def search(
     """
     fts = fts_query(text) if ranked else None
     if fts is not None and filters.limit > 0:
-        return list(entries_in_order(conn, ranked_top(conn, fts, filters)))
+        return entries_in_order(conn, ranked_top(conn, fts, filters))
     if ranked:
         sql, params = ranked_keys(text, filters)
     else:
@@ -83,7 +83,7 @@ def search(
     cursor = conn.cursor()
     cursor.row_factory = None
     keys: list[tuple[int, Any]] = cursor.execute(sql, params).fetchall()
-    return list(entries_in_order(conn, keys))
+    return entries_in_order(conn, keys)
 
 
 def trigram_route(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -> list[int] | bool:
@@ -156,13 +156,22 @@ def ranked_top(conn: sqlite3.Connection, fts: str, filters: MemoryFilter) -> lis
     return [(rowid, -bm25) for _, bm25, _, _, rowid in kept[:limit]]
 
 
-def entries_in_order(conn: sqlite3.Connection, keys: Sequence[tuple[int, Any]]) -> Iterator[MemoryEntry]:
-    """The entries of ``(rowid, score)`` keys, in the keys' order, read :data:`CHUNK` rows at a time."""
+def entries_in_order(conn: sqlite3.Connection, keys: Sequence[tuple[int, Any]]) -> list[MemoryEntry]:
+    """The entries of ``(rowid, score)`` keys, in the keys' order.
+
+    Read :data:`CHUNK` rows at a time in rowid order, not in the keys' order: each statement then
+    walks one stretch of the table, the pages of one chunk are the next chunk's neighbours, and
+    every match of a common needle (``limit`` 0) costs about what a scan reading them costs,
+    where chunks in score order each touched the whole table (x3.6 the time per row at 25,600 of
+    100,000 entries). The entries are built as their rows arrive and answered in the keys' order.
+    """
     cursor = conn.cursor()
     cursor.row_factory = None
-    for start in range(0, len(keys), CHUNK):
-        chunk = keys[start : start + CHUNK]
-        wanted = "[" + ",".join(str(rowid) for rowid, _ in chunk) + "]"
-        rows = {row[-1]: row for row in cursor.execute(_ROWS, (wanted,))}
-        for rowid, score in chunk:
-            yield entry_from_values(rows[rowid], score)
+    scores = dict(keys)
+    built: dict[int, MemoryEntry] = {}
+    ordered = sorted(scores)
+    for start in range(0, len(ordered), CHUNK):
+        wanted = "[" + ",".join(map(str, ordered[start : start + CHUNK])) + "]"
+        for row in cursor.execute(_ROWS, (wanted,)):
+            built[row[-1]] = entry_from_values(row, scores[row[-1]])
+    return [built[rowid] for rowid, _ in keys]
