@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from store import ProjectPaths, Store, init_project, open_store
 from store.db import _migrations
 from store.memory import MemoryEntry
 from store.memory._actions import lexical_resynthesis
-from store.memory._query import FEW, ranked_top, search
+from store.memory._query import CHUNK, FEW, ranked_top, search
 from store.memory._search import MemoryFilter, ranked_keys
 
 _ALL = MemoryFilter(None, None, None, False, 0)
@@ -118,6 +119,9 @@ def test_a_rare_needle_reads_its_candidates_not_every_row(store: Store) -> None:
         found = store.memory.query("Zanzibarite")
     assert [entry.id for entry in found] == [rare.id]
     assert _route(seen) == "rowids"
+    probes = [sql for sql in seen if sql.startswith("SELECT rowid FROM memory_trigram WHERE")]
+    assert len(probes) == 1, probes  # the cheap cover sufficed: the phrase was never asked
+    assert '\'"zan" AND "zib" AND "ari" AND "ite"\'' in probes[0], probes
     indexed = _steps(store, lambda: store.memory.query("zanzibarite"))
     scanned = _steps(store, lambda: _scan(store, "zanzibarite"))
     assert indexed * 10 < scanned, (indexed, scanned)
@@ -168,6 +172,25 @@ def test_a_small_scope_scans_through_the_scope_index(store: Store) -> None:
         assert len(store.memory.query("common phrase", scope="T-1")) == 1
     assert _route(seen) == "scan"
     assert len(_both(store, "common phrase", MemoryFilter("T-1", None, None, False, 10))) == 1
+
+
+def test_the_matching_rows_are_read_in_rowid_order_and_answered_in_rank_order(store: Store) -> None:
+    """Later entries score higher, so rank order is the reverse of the table's: the rows are still
+    read along the table, chunk after chunk, and the answer is still in rank order."""
+    items = [
+        {"scope": "project", "kind": "fact", "title": "zebra " * (1 + i // 100), "body_md": "b"}
+        for i in range(3 * CHUNK)
+    ]
+    store.memory.record_many(items, actor="op")
+    with _statements(store) as seen:
+        found = store.memory.query("zebra", limit=0)
+    scores = [int(e.score or 0) for e in found]
+    assert scores == sorted(scores, reverse=True)
+    assert found[0].score == 1 + (3 * CHUNK - 1) // 100
+    reads = [sql for sql in seen if sql.startswith("SELECT m.id, ") and "json_each('" in sql]
+    assert len(reads) == 3, reads
+    rowids = [rowid for sql in reads for rowid in json.loads(sql.split("json_each('")[1].split("')")[0])]
+    assert rowids == sorted(rowids) and len(rowids) == 3 * CHUNK
 
 
 def test_characters_fts5_reads_alike_are_candidates_only(store: Store) -> None:
