@@ -18,11 +18,13 @@ with a second baseline say so:
 - ``scan path``: ``memory.query``'s own substring search forced past the trigram index (what it
   did before the index), same answer: "no slower than the scan" is the ratio to this;
 - ``bare fetch`` (``limit`` 0): the bare scan selecting the entry columns of its matches instead,
-  read into Python tuples: the floor of handing every match back.
+  read into Python tuples: the floor of handing every match back;
+- ``found nowhere`` (a needle in every entry): the bare scan of a needle that no row holds, which
+  reads all of every row's text, as scoring a needle in every entry must.
 
 Operations of one row are timed in turn, round after round (:func:`benchmarks._timing.time_together`),
 and each ratio is of medians. Usage: ``python -m benchmarks.bench_memory [--entries N] [--repeat R]
-[--million] [--corpus vocabulary|realistic|both]``.
+[--million] [--corpus vocabulary|realistic|both] [--keep DIR] [--only TEXT]``.
 """
 
 from __future__ import annotations
@@ -83,6 +85,9 @@ class Case:
     options: dict[str, Any] = field(default_factory=dict)
     scan_path: bool = False
     bare_fetch: bool = False
+    read_all: bool = False
+    """Also the bare scan of a needle found nowhere: it reads every row's text to its end, as a
+    score of a needle in every entry must (the bare scan of that needle stops at its first hit)."""
     as_json: bool = False
     goal: str = ""
     rounds: int = 1
@@ -127,6 +132,13 @@ def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None
             return store.db.read(lambda conn: search(conn, case.query, filters, indexed=False))
 
         operations.append(("  the same, forced to scan (scan path)", scan))
+    if case.read_all:
+
+        def nowhere() -> object:
+            sql = f"SELECT count(*) FROM memory_entries WHERE {_BARE_WHERE}"
+            return raw.execute(sql, ("\u2603 found nowhere",)).fetchone()
+
+        operations.append(("  bare scan of a needle found nowhere", nowhere))
     if case.bare_fetch:
 
         def fetch() -> object:
@@ -217,7 +229,7 @@ def _realistic_cases(corpus: Corpus, *, full: bool) -> list[Case]:
         _substring("scope=project", terms.rare, project, rounds=3),
         _substring("(common)", terms.common, goal=no_slower),
         _substring("scope=project", terms.common, project, goal=no_slower),
-        _substring("(in every entry)", terms.very_common, goal=no_slower),
+        _substring("(in every entry)", terms.very_common, goal=no_slower, read_all=True),
         _substring("(2 chars: no trigram, scans)", "ab"),
         Case("query '' (empty: by importance)", ""),
         Case(
@@ -232,18 +244,33 @@ def _realistic_cases(corpus: Corpus, *, full: bool) -> list[Case]:
 
 
 def _bench(
-    label: str, entries: Iterator[dict[str, object]], count: int, cases: list[Case], args: Any, repeat: int
+    label: str,
+    entries: Iterator[dict[str, object]],
+    count: int,
+    cases: list[Case],
+    args: Any,
+    repeat: int,
+    keep: str | None = None,
 ) -> None:
-    """Load ``count`` entries into a new project and run every case on it."""
+    """Load ``count`` entries into a new project (or reuse ``keep/<count>``) and run every case."""
     print(f"== {label} ==")
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
-        paths, _ = init_project(Path(tmp))
+        root = Path(keep) / str(count) if keep else Path(tmp)
+        loaded = (root / ".roundtable" / "roundtable.db").exists()
+        paths, _ = init_project(root)
         store = open_store(paths)
-        _load(store, entries, count, args.single)
+        if loaded:
+            print(f"entries: {count} (reused from {root}: no load figures)")
+            count_sql = "SELECT count(*) FROM memory_entries"
+            stored = store.db.read(lambda conn: conn.execute(count_sql).fetchone())
+            assert stored[0] == count, (stored[0], count)
+        else:
+            _load(store, entries, count, args.single)
         print()
         raw = sqlite3.connect(paths.database)
         for case in cases:
-            _run(store, raw, case, repeat)
+            if args.only is None or args.only in case.label:
+                _run(store, raw, case, repeat)
         raw.close()
         store.close()
     print()
@@ -255,25 +282,34 @@ def main() -> None:
     parser.add_argument("--entries", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--single", type=int, default=300, help="entries recorded one call at a time")
-    parser.add_argument("--corpus", choices=("vocabulary", "realistic", "both"), default="both")
+    parser.add_argument("--corpus", choices=("vocabulary", "realistic", "both", "none"), default="both")
     parser.add_argument("--million", action="store_true", help="also the realistic corpus at 1,000,000")
     parser.add_argument("--million-repeat", type=int, default=5, help="--repeat at 1,000,000 entries")
+    parser.add_argument(
+        "--keep",
+        help="load the realistic corpus into DIR/<entries> once and reuse it in later runs (the same seed "
+        "gives the same entries; a reused project prints no load figures)",
+    )
+    parser.add_argument("--only", help="run only the query rows whose label contains this text")
     args = parser.parse_args()
 
     if args.corpus in ("vocabulary", "both"):
         entries = _vocabulary_entries(random.Random(7))
         _bench("vocabulary corpus (34 words)", entries, args.entries, _vocabulary_cases(), args, args.repeat)
     if args.corpus in ("realistic", "both"):
-        print("== what the trigram index costs a write (realistic entries) ==")
-        _write_cost(Corpus(seed=16))
-        print()
+        if args.only is None:
+            print("== what the trigram index costs a write (realistic entries) ==")
+            _write_cost(Corpus(seed=16))
+            print()
         corpus = Corpus()
         cases = _realistic_cases(corpus, full=True)
-        _bench("realistic corpus", corpus.entries(0, args.entries), args.entries, cases, args, args.repeat)
+        entries = corpus.entries(0, args.entries)
+        _bench("realistic corpus", entries, args.entries, cases, args, args.repeat, args.keep)
     if args.million:
         corpus = Corpus()
         cases = _realistic_cases(corpus, full=False)
-        _bench("realistic corpus", corpus.entries(0, 1_000_000), 1_000_000, cases, args, args.million_repeat)
+        entries = corpus.entries(0, 1_000_000)
+        _bench("realistic corpus", entries, 1_000_000, cases, args, args.million_repeat, args.keep)
 
 
 if __name__ == "__main__":

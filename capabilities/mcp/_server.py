@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pydantic_core
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
@@ -44,8 +45,15 @@ _INSTRUCTIONS = (
 
 
 def tool_result(body: dict[str, Any], *, is_error: bool) -> CallToolResult:
-    """JSON as ``structuredContent`` and the same JSON as text content."""
-    text = json.dumps(body, ensure_ascii=False, sort_keys=True)
+    """JSON as ``structuredContent`` and the same JSON as text content.
+
+    The text is written by pydantic's serializer, several times faster than ``json.dumps`` on a
+    large answer (20 memory entries: ~35 kB); ``json.dumps`` takes what it refuses.
+    """
+    try:
+        text = pydantic_core.to_json(body).decode()
+    except (pydantic_core.PydanticSerializationError, UnicodeDecodeError):
+        text = json.dumps(body, ensure_ascii=False, sort_keys=True)
     return CallToolResult(
         content=[TextContent(type="text", text=text)], structured_content=body, is_error=is_error
     )

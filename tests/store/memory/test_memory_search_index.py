@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from store import ProjectPaths, Store, init_project, open_store
 from store.db import _migrations
 from store.memory import MemoryEntry
 from store.memory._actions import lexical_resynthesis
-from store.memory._query import FEW, ranked_top, search
+from store.memory._query import CHUNK, FEW, ranked_top, search
 from store.memory._search import MemoryFilter, ranked_keys
 
 _ALL = MemoryFilter(None, None, None, False, 0)
@@ -70,6 +71,19 @@ def _key_statement(seen: list[str]) -> str:
     return keys[0]
 
 
+def _route(seen: list[str]) -> str:
+    """Which rows the keys were read from: ``"rowids"`` (the index's few candidates, read once),
+    ``"join"`` (the index, joined) or ``"scan"``."""
+    key = _key_statement(seen)
+    if "memory_trigram MATCH" in key:
+        return "join"
+    if "json_each" in key:
+        assert any(sql.startswith("SELECT rowid FROM memory_trigram WHERE") for sql in seen), seen
+        return "rowids"
+    assert "memory_trigram" not in key
+    return "scan"
+
+
 # -- the index is used, and only when it prunes ----------------------------------------------------
 
 
@@ -104,7 +118,10 @@ def test_a_rare_needle_reads_its_candidates_not_every_row(store: Store) -> None:
     with _statements(store) as seen:
         found = store.memory.query("Zanzibarite")
     assert [entry.id for entry in found] == [rare.id]
-    assert "memory_trigram MATCH" in _key_statement(seen)
+    assert _route(seen) == "rowids"
+    probes = [sql for sql in seen if sql.startswith("SELECT rowid FROM memory_trigram WHERE")]
+    assert len(probes) == 1, probes  # the cheap cover sufficed: the phrase was never asked
+    assert '\'"zan" AND "zib" AND "ari" AND "ite"\'' in probes[0], probes
     indexed = _steps(store, lambda: store.memory.query("zanzibarite"))
     scanned = _steps(store, lambda: _scan(store, "zanzibarite"))
     assert indexed * 10 < scanned, (indexed, scanned)
@@ -114,7 +131,31 @@ def test_a_needle_in_most_rows_scans(store: Store) -> None:
     _filler(store, 2 * FEW)  # more candidates than the index takes without asking
     with _statements(store) as seen:
         assert len(store.memory.query("plain words", limit=0)) == 2 * FEW
-    assert "memory_trigram" not in _key_statement(seen)
+    assert _route(seen) == "scan"
+
+
+def test_words_whose_trigrams_fall_together_by_chance_are_asked_as_a_phrase(store: Store) -> None:
+    """The cheap cover of 'cache index' is in every row below; the phrase in three: those are read."""
+    _filler(store, FEW + 200, body_md="the cache and the index")
+    wanted = [_record(store, title=f"Cache index {i}").id for i in range(3)]
+    with _statements(store) as seen:
+        found = store.memory.query("cache INDEX", limit=0)
+    assert sorted(e.id for e in found) == sorted(wanted)
+    assert _route(seen) == "rowids"
+    probes = [sql for sql in seen if sql.startswith("SELECT rowid FROM memory_trigram WHERE")]
+    assert len(probes) == 2, probes  # the cover found too many; the phrase, three
+    assert _both(store, "cache index") == found
+
+
+def test_more_than_few_candidates_in_under_half_the_rows_read_the_index(store: Store) -> None:
+    """Past FEW candidates the index is still taken while they are under half the rows."""
+    _filler(store, FEW + 200, body_md="a common marker")
+    _filler(store, FEW + 400)  # rows without it: the candidates are about 45% of the table
+    with _statements(store) as seen:
+        found = store.memory.query("Common marker", limit=0)
+    assert len(found) == FEW + 200
+    assert _route(seen) == "join"
+    assert _both(store, "common marker", MemoryFilter(None, None, None, False, 5)) == found[:5]
 
 
 def test_a_needle_shorter_than_a_trigram_scans(store: Store) -> None:
@@ -129,8 +170,27 @@ def test_a_small_scope_scans_through_the_scope_index(store: Store) -> None:
     _record(store, scope="T-1", body_md="the common phrase, once in T-1")
     with _statements(store) as seen:
         assert len(store.memory.query("common phrase", scope="T-1")) == 1
-    assert "memory_trigram" not in _key_statement(seen)
+    assert _route(seen) == "scan"
     assert len(_both(store, "common phrase", MemoryFilter("T-1", None, None, False, 10))) == 1
+
+
+def test_the_matching_rows_are_read_in_rowid_order_and_answered_in_rank_order(store: Store) -> None:
+    """Later entries score higher, so rank order is the reverse of the table's: the rows are still
+    read along the table, chunk after chunk, and the answer is still in rank order."""
+    items = [
+        {"scope": "project", "kind": "fact", "title": "zebra " * (1 + i // 100), "body_md": "b"}
+        for i in range(3 * CHUNK)
+    ]
+    store.memory.record_many(items, actor="op")
+    with _statements(store) as seen:
+        found = store.memory.query("zebra", limit=0)
+    scores = [int(e.score or 0) for e in found]
+    assert scores == sorted(scores, reverse=True)
+    assert found[0].score == 1 + (3 * CHUNK - 1) // 100
+    reads = [sql for sql in seen if sql.startswith("SELECT m.id, ") and "json_each('" in sql]
+    assert len(reads) == 3, reads
+    rowids = [rowid for sql in reads for rowid in json.loads(sql.split("json_each('")[1].split("')")[0])]
+    assert rowids == sorted(rowids) and len(rowids) == 3 * CHUNK
 
 
 def test_characters_fts5_reads_alike_are_candidates_only(store: Store) -> None:
@@ -162,7 +222,7 @@ def test_a_query_of_the_longest_length_is_found_through_the_index(store: Store) 
     entry = _record(store, body_md=f"start {text} end")
     with _statements(store) as seen:
         assert [e.id for e in store.memory.query(text)] == [entry.id]
-    assert "memory_trigram MATCH" in _key_statement(seen)
+    assert _route(seen) == "rowids"
     assert _both(store, text) == store.memory.query(text)
 
 
@@ -312,7 +372,7 @@ def test_migration_0009_indexes_the_entries_stored_before_it(
         _in_step(upgraded)
         with _statements(upgraded) as seen:
             found = upgraded.memory.query("legacy WOMBAT", limit=0)
-        assert "memory_trigram MATCH" in _key_statement(seen)
+        assert _route(seen) == "rowids"
         assert sorted(e.id for e in found) == sorted(e.id for e in before)
         assert _both(upgraded, "legacy wombat") == found
         after = _record(upgraded, title="New wombat")

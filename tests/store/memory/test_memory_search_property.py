@@ -1,9 +1,10 @@
 """The trigram index, and the ranked walk, change which rows ``memory.query`` reads, never what it answers.
 
 For random Unicode entries and queries (case pairs that fold unlike ASCII, combining marks,
-emoji, SQL and FTS5 syntax characters, quotes), the indexed path, the scan path and the store's
-own choice all answer exactly what the contract's model (Python's ``lower()`` and ``count()``)
-says, entry for entry and in the same order.
+emoji, SQL and FTS5 syntax characters, quotes), the three routes -- the trigram index joined
+(``indexed=True``), the scan (``indexed=False``) and the store's own choice, which on so few rows
+reads the index's candidate rowids once and then those rows -- all answer exactly what the
+contract's model (Python's ``lower()`` and ``count()``) says, entry for entry and in the same order.
 """
 
 from __future__ import annotations
