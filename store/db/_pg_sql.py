@@ -132,6 +132,9 @@ def configure_connection(conn: psycopg.Connection[Any], schema: str, lock_timeou
 class PgConnection:
     """The part of :class:`sqlite3.Connection` the store's modules use, over psycopg."""
 
+    backend = "postgresql"
+    """What SQL that must differ by dialect (memory search) asks, as ``Database.backend``."""
+
     def __init__(self, conn: psycopg.Connection[Any]):
         self.raw = conn
 

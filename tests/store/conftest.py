@@ -32,6 +32,11 @@ POSTGRES_MODULES = frozenset(
         "tests/store/access/test_agent_tokens.py",
         "tests/store/access/test_grants.py",
         "tests/store/feedback/test_feedback.py",
+        "tests/store/memory/test_memory.py",
+        "tests/store/memory/test_memory_admin.py",
+        "tests/store/memory/test_memory_checks.py",
+        "tests/store/memory/test_ownership.py",
+        "tests/store/memory/test_write_path.py",
         "tests/store/launches/test_launch_failures.py",
         "tests/store/launches/test_launches.py",
         "tests/store/patches/test_apply.py",
@@ -42,6 +47,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/work/test_timeline.py",
         "tests/store/work/test_votes.py",
         "tests/store/db/test_postgres.py",
+        "tests/store/test_config_launches.py",
     }
 )
 """Store test modules that also run against PostgreSQL (paths from the repository root)."""
@@ -57,6 +63,12 @@ SQLITE_ONLY = {
         "injects a sqlite3 error; test_postgres.py injects a psycopg error",
     "tests/store/feedback/test_feedback.py::test_stats_reads_no_full_scan_of_the_events":
         "reads SQLite's EXPLAIN QUERY PLAN through set_trace_callback",
+    "tests/store/memory/test_memory.py::test_events_are_append_only":
+        "expects sqlite3.IntegrityError; test_postgres.py checks the triggers on PostgreSQL",
+    "tests/store/memory/test_memory_admin.py::test_fix_expected_revision_is_enforced_by_the_update_statement":
+        "reads the statements through SQLite's set_trace_callback",
+    "tests/store/memory/test_memory_admin.py::test_a_failing_audit_write_rolls_back_the_change_and_its_event":
+        "injects the failure with a SQLite TEMP TRIGGER",
 }  # fmt: skip
 """Tests of a listed module that stay on SQLite, each with why (what covers it on PostgreSQL)."""
 

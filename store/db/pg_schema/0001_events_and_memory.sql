@@ -2,7 +2,8 @@
 -- Dialect differences, here and in every file of this directory:
 --   INTEGER -> BIGINT, REAL -> DOUBLE PRECISION, AUTOINCREMENT -> an identity column;
 --   TEXT is COLLATE "C" so that ORDER BY compares code points, as SQLite's BINARY collation does;
---   tables whose SQL orders by SQLite's implicit rowid get an explicit identity column `rowid`;
+--   tables whose SQL orders by SQLite's implicit rowid get an explicit identity column `rowid`
+--   (votes, decisions; memory_entries needs none: store/memory/_pg_search.py orders by id);
 --   RAISE(ABORT, ...) triggers call refuse_change(), which raises SQLSTATE 23000 with the message,
 --   and store/db translates it to Conflict exactly as it does SQLite's constraint failure.
 
@@ -38,7 +39,6 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
     FOR EACH ROW EXECUTE FUNCTION refuse_change('events are append-only');
 
 CREATE TABLE memory_entries (
-    rowid               BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
     id                  TEXT COLLATE "C" PRIMARY KEY,
     scope               TEXT COLLATE "C" NOT NULL,
     kind                TEXT COLLATE "C" NOT NULL,
