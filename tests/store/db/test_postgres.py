@@ -12,6 +12,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from store import ProjectPaths, Store, init_project, open_store
 from store.db import ENV_STORE_URL, parse_store_url
@@ -21,6 +23,7 @@ from store.errors import Conflict, InternalError, InvalidArgument, StoreBusy, St
 from store.events import _log as log_module
 from tests.helpers import insert_proposal, project_snapshot
 from tests.store.conftest import POSTGRES_MODULES, REPO_ROOT, SQLITE_ONLY
+from tests.store.memory.test_memory_search_property import _ENTRY, _model, _queries
 
 
 def _swap_password(url: str, password: str) -> str:
@@ -367,3 +370,43 @@ def test_the_backend_lists_name_real_tests() -> None:
         module, _, name = test.partition("::")
         assert module in POSTGRES_MODULES, test
         assert f"def {name}(" in (REPO_ROOT / module).read_text(encoding="utf-8"), test
+
+
+# -- memory.query on PostgreSQL answers what the contract's model answers ------------------------------
+
+
+@pytest.fixture(scope="module")
+def shared_pg_store(tmp_path_factory: pytest.TempPathFactory, pg_url: str) -> Iterator[Store]:
+    """One PostgreSQL-backed store for the property test's many examples."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_STORE_URL, pg_url)
+        paths, _ = init_project(Path(tmp_path_factory.mktemp("pgprop")) / "proj")
+        opened = open_store(paths)
+    yield opened
+    opened.close()
+    _drop(pg_url, default_schema(paths.root))
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), entries=st.lists(_ENTRY, min_size=0, max_size=8))
+def test_memory_query_on_postgresql_answers_exactly_what_the_contract_says(
+    shared_pg_store: Store, data: st.DataObject, entries: list[dict[str, Any]]
+) -> None:
+    """Random Unicode entries and queries (case pairs that fold unlike ASCII, LIKE's own characters,
+    quotes, emoji): PostgreSQL's answer is the model's (Python's ``lower()`` and ``count()``)."""
+    store = shared_pg_store
+    store.db.write(
+        lambda conn: [conn.execute(f"DELETE FROM {t}") for t in ("memory_revisions", "memory_entries")]
+    )
+    stored = store.memory.record_many(entries, actor="tester") if entries else []
+    recorded = [
+        {name: getattr(entry, name) for name in ("id", "title", "body_md", "scope", "kind", "importance")}
+        for entry in stored
+    ]
+    for _ in range(4):
+        query = data.draw(_queries(recorded))
+        limit = data.draw(st.sampled_from([0, 1, 3, 10]))
+        scope = data.draw(st.sampled_from([None, *(e["scope"] for e in recorded)]))
+        found = store.memory.query(query, scope=scope, limit=limit)
+        model = _model([e for e in recorded if scope is None or e["scope"] == scope], query)
+        assert [(e.id, e.score) for e in found] == (model[:limit] if limit > 0 else model), query
