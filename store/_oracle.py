@@ -110,10 +110,10 @@ def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: Grant
         conn.execute(
             "SELECT * FROM decisions WHERE id IN ("
             " SELECT id FROM (SELECT id FROM decisions WHERE task_id = :task"
-            "  ORDER BY created_at DESC, id DESC LIMIT :fetch)"
+            "  ORDER BY created_at DESC, id DESC LIMIT :fetch) AS on_task"
             " UNION SELECT id FROM (SELECT id FROM decisions WHERE proposal_id IN"
             "  (SELECT id FROM proposals WHERE task_id = :task)"
-            "  ORDER BY created_at DESC, id DESC LIMIT :fetch)"
+            "  ORDER BY created_at DESC, id DESC LIMIT :fetch) AS on_proposals"
             ") ORDER BY created_at DESC, id DESC LIMIT :fetch",
             params,
         ).fetchall()
@@ -121,9 +121,9 @@ def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: Grant
     events, events_cut = _cut(
         conn.execute(
             "SELECT * FROM events WHERE id IN ("
-            " SELECT id FROM (SELECT id FROM events WHERE task_id = :task ORDER BY id DESC LIMIT :fetch)"
+            " SELECT id FROM (SELECT id FROM events WHERE task_id = :task ORDER BY id DESC LIMIT :fetch) AS t"
             " UNION SELECT id FROM (SELECT id FROM events WHERE proposal_id IN"
-            "  (SELECT id FROM proposals WHERE task_id = :task) ORDER BY id DESC LIMIT :fetch)"
+            "  (SELECT id FROM proposals WHERE task_id = :task) ORDER BY id DESC LIMIT :fetch) AS p"
             ") ORDER BY id DESC LIMIT :fetch",
             params,
         ).fetchall()

@@ -8,7 +8,7 @@ from pathlib import Path
 from store._project import ProjectPaths
 from store.access import ConsoleSessions, GrantStore
 from store.config import ProjectConfig
-from store.db import Database, apply_migrations
+from store.db import Database, open_database
 from store.events import EventFeed
 from store.files import SafeFiles
 from store.launches import LaunchStore
@@ -66,9 +66,16 @@ class Store:
 
 
 def open_store(paths: ProjectPaths) -> Store:
-    """Open an initialised project's database, applying any pending migrations."""
+    """Open an initialised project's database, applying any pending migrations.
+
+    The database is the project's SQLite file, or its schema in the PostgreSQL database that
+    ``ROUNDTABLE_STORE_URL`` or ``[store] url`` names.
+    """
     config = paths.load_config()
-    db = Database(Path(paths.database))
-    db.connection()  # opens the file in WAL mode
-    apply_migrations(db.connection())
+    db = open_database(
+        url=config.store.url,
+        schema=config.store.schema_name,
+        sqlite_path=Path(paths.database),
+        root=paths.root,
+    )
     return Store(paths=paths, config=config, db=db)

@@ -29,6 +29,7 @@ __all__ = [
     "ReviewerKind",
     "ReviewerLaunchConfig",
     "RoleConfig",
+    "StoreConfig",
     "load_config",
     "package_version",
 ]
@@ -166,6 +167,17 @@ class _Supervisor(_Strict):
     max_concurrent_launches: int = Field(default=4, ge=1, le=64)
 
 
+class StoreConfig(_Strict):
+    """Where the store lives (``[store]``): the project's SQLite file, or a PostgreSQL schema."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    url: str = Field(default="", max_length=4096)
+    """Empty (the SQLite file) or ``postgresql://...``; ``ROUNDTABLE_STORE_URL`` wins over it."""
+    schema_name: str = Field(default="", alias="schema", pattern=r"^([a-z_][a-z0-9_]{0,62})?$")
+    """PostgreSQL only: this project's schema; empty means ``rt_`` and a hash of the project root."""
+
+
 def _default_agents() -> dict[str, str]:
     return {
         "implementer-1": "Implementer",
@@ -186,6 +198,7 @@ class ProjectConfig(_Strict):
     policy: PolicyConfig = Field(default_factory=PolicyConfig)
     agents: dict[str, str] = Field(default_factory=_default_agents)
     supervisor: _Supervisor = Field(default_factory=_Supervisor)
+    store: StoreConfig = Field(default_factory=StoreConfig)
     launches: dict[str, ReviewerLaunchConfig] = Field(default_factory=dict)
     """Roster agents that run in a container when a review round runs, by agent ID."""
 
@@ -263,6 +276,14 @@ security_paths = [
 
 [supervisor]
 max_concurrent_launches = 4           # role containers running at once
+
+[store]
+url = ""                              # "" (the SQLite file .roundtable/roundtable.db) or
+                                      # postgresql://user:password@host:port/database;
+                                      # the environment variable ROUNDTABLE_STORE_URL wins over it
+schema = ""                           # PostgreSQL: this project's schema ("": rt_ and a hash of the
+                                      # project root); set it, the same on every host, when several
+                                      # hosts share the project (see docs/scaling.md)
 
 [agents]                              # the default roster; review candidates come from it
 "implementer-1" = "Implementer"

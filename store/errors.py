@@ -35,6 +35,7 @@ CLI, over MCP and over HTTP. :func:`error_body` builds the one JSON error body a
     ├── LaunchFailed                    launch_failed                  500
     ├── LaunchTimeout                   launch_timeout                 504
     ├── StoreBusy                       store_busy                     503
+    ├── StoreUnavailable                store_unavailable              503
     ├── InternalError                   internal                       500
     ├── ModelUnavailable                model_unavailable              502
     ├── ModelError                      model_error                    502
@@ -72,6 +73,7 @@ __all__ = [
     "PatchVersionNotFound",
     "RoundtableError",
     "StoreBusy",
+    "StoreUnavailable",
     "Unauthenticated",
     "UnsafePath",
     "error_body",
@@ -205,6 +207,13 @@ class StoreBusy(RoundtableError):
     """Another process held the database's write lock past every retry; the request changed nothing."""
 
     code = "store_busy"
+    http_status = 503
+
+
+class StoreUnavailable(RoundtableError):
+    """The configured database server cannot be reached, or refused our credentials; nothing changed."""
+
+    code = "store_unavailable"
     http_status = 503
 
 

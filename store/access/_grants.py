@@ -200,7 +200,7 @@ class GrantStore:
 
     def list_grants(self, *, proposal_id: str | None = None, active_only: bool = False) -> list[GrantRecord]:
         """Grants, newest first, optionally of one proposal and only live ones."""
-        clauses, params = ["1"], []
+        clauses, params = ["1 = 1"], []  # portable: PostgreSQL wants a boolean
         if proposal_id is not None:
             clauses.append("proposal_id = ?")
             params.append(proposal_id)

@@ -33,6 +33,7 @@ import anyio
 import anyio.to_thread
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from store.db._migrations import apply_migrations
 from store.errors import Conflict, InternalError, RoundtableError, StoreBusy
 
 __all__ = ["Database", "is_busy_error", "translate_sqlite_error"]
@@ -68,7 +69,12 @@ def translate_sqlite_error(exc: sqlite3.Error) -> RoundtableError:
 
 
 class Database:
-    """A SQLite database file with per-thread connections and a serialised write path."""
+    """A SQLite database file with per-thread connections and a serialised write path.
+
+    :class:`~store.db._postgres.PostgresDatabase` is the same interface over PostgreSQL.
+    """
+
+    backend = "sqlite"
 
     def __init__(
         self,
@@ -151,6 +157,20 @@ class Database:
                 conn.close()
         self._local = threading.local()
         self._inline = threading.local()
+
+    def describe(self) -> str:
+        """Where the store lives (for messages and ``doctor``)."""
+        return str(self.path)
+
+    def migrate(self) -> list[str]:
+        """Apply every migration not yet recorded; the names applied now."""
+        self.connection()  # opens the file in WAL mode
+        return apply_migrations(self.connection())
+
+    def check(self) -> tuple[bool, str]:
+        """``doctor``'s check: SQLite's ``quick_check``."""
+        result = self.read(lambda conn: conn.execute("PRAGMA quick_check").fetchone()[0])
+        return result == "ok", f"{self.path}: quick_check {result}"
 
     # -- transactions --------------------------------------------------------------------------
 

@@ -61,10 +61,11 @@ def append_audit(
     """Append one audit row inside the caller's open write transaction; returns its ID."""
     if not conn.in_transaction:
         raise RuntimeError("append_audit must run inside the write transaction of its change")
-    cursor = conn.execute(
+    # RETURNING rather than lastrowid: the same SQL on SQLite and PostgreSQL.
+    row = conn.execute(
         "INSERT INTO audit_log"
         " (created_at, actor, credential_id, action, target_type, target_id, event_id, details)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             utc_now_iso(),
             actor,
@@ -75,10 +76,8 @@ def append_audit(
             None if event is None else event.id,
             json.dumps(details or {}, sort_keys=True),
         ),
-    )
-    audit_id = cursor.lastrowid
-    assert audit_id is not None
-    return audit_id
+    ).fetchone()
+    return int(row[0])
 
 
 def list_audit(conn: sqlite3.Connection, *, target_id: str | None = None, limit: int = 100) -> list[AuditRow]:

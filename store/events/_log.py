@@ -112,13 +112,14 @@ def append_event(
     created_at = utc_now_iso()
     body = payload or {}
     credential = current_credential()
-    cursor = conn.execute(
-        "INSERT INTO events (type, created_at, actor, credential_id, task_id, proposal_id, payload)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (type_, created_at, actor, credential, task_id, proposal_id, json.dumps(body, sort_keys=True)),
+    # RETURNING rather than lastrowid: the same SQL on SQLite and PostgreSQL.
+    event_id = int(
+        conn.execute(
+            "INSERT INTO events (type, created_at, actor, credential_id, task_id, proposal_id, payload)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (type_, created_at, actor, credential, task_id, proposal_id, json.dumps(body, sort_keys=True)),
+        ).fetchone()[0]
     )
-    event_id = cursor.lastrowid
-    assert event_id is not None
     return Event(event_id, type_, created_at, actor, task_id, proposal_id, body, credential)
 
 

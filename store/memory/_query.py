@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
+from store.memory._pg_search import pg_search
 from store.memory._search import (
     SCORE_FUNCTION,
     MemoryFilter,
@@ -68,6 +69,8 @@ def search(
     ``indexed`` overrides step 1 for tests and benchmarks: ``True`` joins the trigram index
     whenever the needle allows it, ``False`` always scans; ``None`` (the store's) decides.
     """
+    if getattr(conn, "backend", "sqlite") == "postgresql":  # store/db/_pg_sql.py: its own dialect
+        return pg_search(conn, text, filters, ranked=ranked)
     fts = fts_query(text) if ranked else None
     if fts is not None and filters.limit > 0:
         return entries_in_order(conn, ranked_top(conn, fts, filters))

@@ -203,7 +203,7 @@ def page_query(
     ``filters`` maps a column to its checked value (``None``: no filter). The query asks for one row
     more than the page, so the caller knows whether a next page exists.
     """
-    where = ["1"]
+    where = ["1 = 1"]  # portable: PostgreSQL wants a boolean
     params: list[Any] = []
     for column, value in filters.items():
         if value is not None:

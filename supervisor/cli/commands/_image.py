@@ -124,12 +124,19 @@ def _check_database(root: str | None) -> dict[str, Any]:
         paths = find_project_root(root)
     except NotInitialized:
         return _check("database", True, "no project here (run `roundtable init`); nothing to check")
-    store = open_store(paths)
+    # The store the project is configured for: its SQLite file, or its PostgreSQL schema. Store
+    # errors name the server and database, never a password.
     try:
-        result = store.db.read(lambda conn: conn.execute("PRAGMA quick_check").fetchone()[0])
+        store = open_store(paths)
+    except RoundtableError as exc:
+        return _check("database", False, exc.message)
+    try:
+        ok, detail = store.db.check()
+    except RoundtableError as exc:
+        ok, detail = False, f"{store.db.describe()}: {exc.message}"
     finally:
         store.close()
-    return _check("database", result == "ok", f"{paths.database}: quick_check {result}")
+    return _check("database", ok, detail)
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
