@@ -15,9 +15,11 @@ from supervisor.launch._client_config import (
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._plan import LaunchPlan
 from supervisor.launch._progress import PhaseReporter, report_phase
+from supervisor.launch._result import LaunchResult, unwrap_error
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._spec import (
     LABEL_LAUNCH,
+    LABEL_POOL,
     LABEL_SUPERVISOR,
     ROLE_PYTHON,
     ContainerOutcome,
@@ -32,6 +34,7 @@ from supervisor.launch._spec import (
 __all__ = [
     "CONTAINER_MOUNT",
     "LABEL_LAUNCH",
+    "LABEL_POOL",
     "LABEL_SUPERVISOR",
     "MCP_CONFIG_FILE",
     "MCP_SERVER_NAME",
@@ -40,6 +43,7 @@ __all__ = [
     "LaunchLimits",
     "LaunchPhase",
     "LaunchPlan",
+    "LaunchResult",
     "LaunchRuntimeDir",
     "LaunchSpec",
     "OwnerLock",
@@ -52,4 +56,5 @@ __all__ = [
     "mcp_client_config",
     "report_phase",
     "supervisor_id_for",
+    "unwrap_error",
 ]
