@@ -150,18 +150,11 @@ class WarmPool:
         try:
             async with anyio.create_task_group() as group:
                 self._group = group
-                task_status.started()
+                self._top_up(group)
+                task_status.started()  # the first containers are on their way
                 while True:
-                    self._changed = anyio.Event()
-                    while len(self.idle) < self.size and not self.disabled:
-                        slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape)
-                        try:
-                            self.limiter.acquire_on_behalf_of_nowait(slot)
-                        except anyio.WouldBlock:
-                            break
-                        self._slots.append(slot)
-                        group.start_soon(self._fill, slot)
                     await self._changed.wait()
+                    self._top_up(group)
         finally:
             self._group = None
             for slot in self._slots:
@@ -171,6 +164,24 @@ class WarmPool:
                 async with anyio.create_task_group() as cleanup:
                     for slot in [s for s in self._slots if not s.claimed]:
                         cleanup.start_soon(self._discard, slot)
+
+    def _top_up(self, group: anyio.abc.TaskGroup) -> None:
+        """Start filling slots until the pool is full or no launch slot is free."""
+        self._changed = anyio.Event()
+        while len(self.idle) < self.size and not self.disabled:
+            slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape)
+            try:
+                self.limiter.acquire_on_behalf_of_nowait(slot)
+            except anyio.WouldBlock:
+                return
+            self._slots.append(slot)
+            group.start_soon(self._fill, slot)
+
+    async def until_ready(self) -> int:
+        """Wait until every unclaimed container is ready (or gone); return how many are ready."""
+        while pending := [s for s in self.idle if not s.ready.is_set() and not s.gone.is_set()]:
+            await pending[0].wait_ready()
+        return sum(1 for s in self.idle if s.ready.is_set())
 
     def claim(self, plan: LaunchPlan) -> PooledContainer | None:
         """An unclaimed container for ``plan`` (its limiter token comes with it), or None; never the

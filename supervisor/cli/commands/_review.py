@@ -22,9 +22,8 @@ __all__ = ["register_subcommands", "review_run_lines"]
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.wait:
         return _run_detached(args)
-    from supervisor import Supervisor
-    from supervisor.cli._project import open_project
-    from supervisor.review import run_review
+    from supervisor.cli._handoff import hand_off
+    from supervisor.cli._project import open_project, project_state_dir
 
     report = progress_printer(args.json)
     announce = Announcer(args.announce_fd, "round")
@@ -33,10 +32,16 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         report(phase, details)
         announce(phase, details)
 
-    with open_project(args.root) as store:
-        async with Supervisor(store) as supervisor:
-            run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
-    body = run.to_dict()
+    # A `roundtable serve` on this project runs the round, with its warm pool, when there is one.
+    body = hand_off(project_state_dir(args.root), "review.run", {"proposal_id": args.proposal_id}, on_phase)
+    if body is None:
+        from supervisor import Supervisor
+        from supervisor.review import run_review
+
+        with open_project(args.root) as store:
+            async with Supervisor(store) as supervisor:
+                run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
+        body = run.to_dict()
     return {"review": body, "message": "\n".join(review_run_lines(body))}
 
 

@@ -40,7 +40,7 @@ def overlay_image(client: Any, base: str) -> str:
     try:
         client.images.get(tag)
         return tag
-    except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound; built below
+    except Exception:
         pass
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
