@@ -90,6 +90,11 @@ def pooled(docker_sdk: Any, store: Store) -> list[Any]:
     ]
 
 
+def rows(store: Store, sql: str) -> list[Any]:
+    """The rows of one query."""
+    return store.db.read(lambda conn: conn.execute(sql).fetchall())
+
+
 def runtime_listing(path: Path) -> dict[str, str]:
     """Each entry of a runtime directory and its kind."""
     kinds = {stat.S_IFIFO: "fifo", stat.S_IFSOCK: "socket", stat.S_IFREG: "file"}
