@@ -37,11 +37,8 @@ def overlay_image(client: Any, base: str) -> str:
     for path in _sources():
         digest.update(str(path.relative_to(REPO_ROOT)).encode() + b"\0" + path.read_bytes())
     tag = f"roundtable-role:overlay-{digest.hexdigest()[:12]}"
-    try:
-        client.images.get(tag)
+    if client.images.list(name=tag):
         return tag
-    except Exception:
-        pass
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         data = _DOCKERFILE.encode()
