@@ -3,10 +3,15 @@ counts against ``max_concurrent_launches``, and that it never outlives its super
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import signal
 import stat
+import subprocess
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +203,115 @@ async def test_pooled_containers_count_against_max_concurrent_launches(
     finally:
         store.close()
     assert pooled(docker_sdk, store) == []
+
+
+# -- the hand-off to a running `roundtable serve`, with the real command in subprocesses ----------------
+
+
+_NO_SUCH_PROPOSAL = "P-20000101T000000000000Z-000000000000"
+
+
+def cli(argv: list[str], root: Path, *args: str) -> tuple[int, dict[str, Any], list[dict[str, Any]]]:
+    """Run ``roundtable ARGS --root ROOT --json``: exit status, answer, progress lines."""
+    done = subprocess.run(
+        [*argv, *args, "--root", str(root), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    progress = [line for line in lines if "phase" in line]  # the rest are log lines
+    return done.returncode, json.loads(done.stdout), progress
+
+
+@contextmanager
+def serving(argv: list[str], root: Path) -> Iterator[subprocess.Popen[str]]:
+    """A ``roundtable serve`` on ``root``, ready (it has said where it listens); stopped after."""
+    serve = subprocess.Popen(
+        [*argv, "serve", "--root", str(root), "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert serve.stderr is not None
+        for line in serve.stderr:
+            if line.startswith("serving MCP at"):
+                break
+        else:
+            pytest.fail(f"roundtable serve ended before it was ready (status {serve.wait()})")
+        yield serve
+    finally:
+        if serve.poll() is None:
+            serve.terminate()
+        serve.wait(timeout=120)
+        if serve.stderr is not None:
+            serve.stderr.close()
+
+
+def wait_for_pooled_start(docker_sdk: Any, root: Path, since: float) -> None:
+    """Block until a pooled container of the project's supervisor has started (engine events)."""
+    label = f"{LABEL_SUPERVISOR}={supervisor_id_for(root)}"
+    events = docker_sdk.events(
+        decode=True,
+        since=int(since),
+        until=int(time.time()) + 120,
+        filters={"label": label, "event": "start"},
+    )
+    for event in events:
+        if LABEL_POOL in event.get("Actor", {}).get("Attributes", {}):
+            events.close()
+            return
+    pytest.fail("no pooled container started within 120 s")
+
+
+async def test_launches_are_handed_to_a_running_serve_and_answered_alike(
+    pool_store: Store, docker_sdk: Any, roundtable_argv: list[str]
+) -> None:
+    root = pool_store.paths.root
+    local, handed, review, after_crash = await proposals(pool_store, 4)
+    status, answer, local_progress = cli(roundtable_argv, root, "oracle", "launch", local, "--wait")
+    assert status == 0 and "handed_off" not in [line["phase"] for line in local_progress]
+    missing_local = cli(roundtable_argv, root, "oracle", "launch", _NO_SUCH_PROPOSAL, "--wait")
+    started = time.time()
+    with serving(roundtable_argv, root) as serve:
+        status, handed_answer, progress = cli(roundtable_argv, root, "oracle", "launch", handed, "--wait")
+        assert status == 0, handed_answer
+        assert progress[0] == {"phase": "handed_off", "serve_pid": serve.pid}
+        assert [p["phase"] for p in progress[1:]] == [p["phase"] for p in local_progress]
+        assert set(handed_answer) == set(answer) and set(handed_answer["launch"]) == set(answer["launch"])
+        assert handed_answer["launch"]["status"] == "exited"
+        owner = rows(pool_store, f"SELECT owner FROM role_launches WHERE proposal_id = '{handed}'")[0][0]
+        assert owner.startswith(f"{serve.pid}-")  # the serve ran it
+        # The same structured error, and exit status, as in-process.
+        missing = cli(roundtable_argv, root, "oracle", "launch", _NO_SUCH_PROPOSAL, "--wait")
+        assert (missing[0], missing[1]) == (missing_local[0], missing_local[1]) and missing[0] == 1
+        status, round_answer, progress = cli(roundtable_argv, root, "review", "run", review, "--wait")
+        assert status == 0 and progress[0]["phase"] == "handed_off"
+        assert [launch["launch"]["status"] for launch in round_answer["review"]["launches"]] == ["exited"]
+        await anyio.to_thread.run_sync(wait_for_pooled_start, docker_sdk, root, started)
+        os.killpg(serve.pid, signal.SIGKILL)  # it dies holding pooled containers
+        serve.wait()
+    assert pooled(docker_sdk, pool_store), "the killed serve left no pooled container to reap"
+    assert (pool_store.paths.state_dir / "serve.json").exists()
+    # Its file is stale now: the command runs the launch itself, and its supervisor's start reaps
+    # what the dead serve left.
+    status, answer, progress = cli(roundtable_argv, root, "oracle", "launch", after_crash, "--wait")
+    assert status == 0 and "handed_off" not in [line["phase"] for line in progress]
+    assert not (pool_store.paths.state_dir / "serve.json").exists()
+    assert pooled(docker_sdk, pool_store) == []
+
+
+async def test_a_stopping_serve_removes_its_pool(
+    pool_store: Store, docker_sdk: Any, roundtable_argv: list[str]
+) -> None:
+    started = time.time()
+    with serving(roundtable_argv, pool_store.paths.root) as serve:
+        await anyio.to_thread.run_sync(wait_for_pooled_start, docker_sdk, pool_store.paths.root, started)
+        assert pooled(docker_sdk, pool_store)
+        serve.terminate()
+        assert serve.wait(timeout=120) == 0
+    assert pooled(docker_sdk, pool_store) == []
+    assert not (pool_store.paths.state_dir / "serve.json").exists()
