@@ -46,7 +46,7 @@ import structlog
 
 from capabilities.auth import issue_capability
 from capabilities.services import Services
-from capabilities.serving import build_launch_app, serving
+from capabilities.serving import build_launch_app
 from store import Store
 from store.config import ProviderName
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
@@ -64,6 +64,7 @@ from supervisor.launch import (
     OwnerLock,
     PhaseReporter,
     RuntimeRoot,
+    launch_socket,
     live_owners,
     report_phase,
     supervisor_id_for,
@@ -114,6 +115,7 @@ class Supervisor:
         self._model_transport = model_transport
         self._spec_transform = spec_transform
         self.pool: WarmPool | None = None
+        self._background: anyio.abc.TaskGroup | None = None
         self._spawn: Spawn | None = None
 
     async def __aenter__(self) -> Supervisor:
@@ -153,7 +155,7 @@ class Supervisor:
         pool's unclaimed containers are removed and pending clean-ups finish."""
         size = self.store.config.supervisor.warm_pool if size is None else size
         async with anyio.create_task_group() as background:
-            self._spawn = background.start_soon
+            self._background, self._spawn = background, background.start_soon
             pool_scope = anyio.CancelScope()
             try:
                 if size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None:
@@ -175,7 +177,7 @@ class Supervisor:
                     await background.start(run_pool)
                 yield self.pool
             finally:
-                self._spawn = None
+                self._background = self._spawn = None
                 pool_scope.cancel()
         self.pool = None
 
@@ -313,7 +315,7 @@ class Supervisor:
             for name, data in plan.files.items():
                 await anyio.to_thread.run_sync(rundir.write_file, name, data)
             app = build_launch_app(self.services, grant_id, extra_routes=extra_routes)
-            async with serving(app, uds=rundir.socket_path):
+            async with launch_socket(app, rundir.socket_path, self._background):
                 await anyio.to_thread.run_sync(rundir.grant_socket)
                 await report_phase(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})
                 spec = plan.spec(launch.id, launch.proposal_id, rundir.path, issued.token)

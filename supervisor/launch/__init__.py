@@ -17,6 +17,7 @@ from supervisor.launch._plan import LaunchPlan
 from supervisor.launch._progress import PhaseReporter, report_phase
 from supervisor.launch._result import LaunchResult, unwrap_error
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
+from supervisor.launch._socket import launch_socket
 from supervisor.launch._spec import (
     LABEL_LAUNCH,
     LABEL_POOL,
@@ -52,6 +53,7 @@ __all__ = [
     "client_environment",
     "container_kwargs",
     "container_name",
+    "launch_socket",
     "live_owners",
     "mcp_client_config",
     "report_phase",
