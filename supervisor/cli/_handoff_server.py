@@ -52,7 +52,7 @@ async def _oracle_launch(
     timeout = args.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
         raise InvalidArgument("timeout must be a number of seconds")
-    from supervisor.cli.commands._oracle import cited_warnings
+    from supervisor.cli.commands import cited_warnings
 
     result = await supervisor.launch_role(
         "memory_oracle",
@@ -76,7 +76,21 @@ async def _review_run(
     return run.to_dict()
 
 
-OPERATIONS: dict[str, Operation] = {"oracle.launch": _oracle_launch, "review.run": _review_run}
+async def _pool_ready(
+    supervisor: Supervisor, args: dict[str, Any], on_phase: PhaseReporter
+) -> dict[str, Any]:
+    """Wait until the warm pool's unclaimed containers are ready: ``{"size", "ready"}``."""
+    pool = supervisor.pool
+    if pool is None:
+        return {"size": 0, "ready": 0}
+    return {"size": pool.size, "ready": await pool.until_ready()}
+
+
+OPERATIONS: dict[str, Operation] = {
+    "oracle.launch": _oracle_launch,
+    "review.run": _review_run,
+    "pool.ready": _pool_ready,
+}
 """What a local command may hand to the serve, by name."""
 
 

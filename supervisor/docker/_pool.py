@@ -33,6 +33,7 @@ import structlog
 from store.errors import RoundtableError
 from supervisor.docker._client import DockerClient
 from supervisor.launch import (
+    DEFAULT_CPU_SHARES,
     LaunchPlan,
     LaunchRuntimeDir,
     RuntimeRoot,
@@ -77,6 +78,7 @@ class PooledContainer:
     claimed: bool = False
     ready: anyio.Event = field(default_factory=anyio.Event)
     gone: anyio.Event = field(default_factory=anyio.Event)
+    docker: DockerClient | None = field(default=None, repr=False)
     _fds: list[int] = field(default_factory=list, repr=False)
 
     async def wait_ready(self) -> bool:
@@ -92,10 +94,16 @@ class PooledContainer:
         return self.ready.is_set() and not self.gone.is_set()
 
     async def release(self) -> None:
-        """Let the claimed container go on: write the go line (the FIFO is held open: never blocks)."""
+        """Let the claimed container go on: write the go line (the FIFO is held open: never blocks),
+        and give it the engine's default CPU weight back."""
         go_fd = self._fds[1]
         os.write(go_fd, GO_LINE)
         self.close_fds()
+        if self.docker is not None:
+            try:
+                await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
+            except RoundtableError as exc:  # it runs all the same, only on a lower weight
+                _log.warning("pool_weight_not_restored", slot_id=self.slot_id, error=exc.message)
 
     def close_fds(self) -> None:
         """Close the FIFOs (a container still waiting then reads end-of-file and exits)."""
@@ -169,7 +177,7 @@ class WarmPool:
         """Start filling slots until the pool is full or no launch slot is free."""
         self._changed = anyio.Event()
         while len(self.idle) < self.size and not self.disabled:
-            slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape)
+            slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape, docker=self.docker)
             try:
                 self.limiter.acquire_on_behalf_of_nowait(slot)
             except anyio.WouldBlock:

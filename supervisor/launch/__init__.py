@@ -19,6 +19,7 @@ from supervisor.launch._result import LaunchResult, unwrap_error
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
 from supervisor.launch._socket import launch_socket
 from supervisor.launch._spec import (
+    DEFAULT_CPU_SHARES,
     LABEL_LAUNCH,
     LABEL_POOL,
     LABEL_SUPERVISOR,
@@ -34,6 +35,7 @@ from supervisor.launch._spec import (
 
 __all__ = [
     "CONTAINER_MOUNT",
+    "DEFAULT_CPU_SHARES",
     "LABEL_LAUNCH",
     "LABEL_POOL",
     "LABEL_SUPERVISOR",

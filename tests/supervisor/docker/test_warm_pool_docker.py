@@ -132,6 +132,7 @@ async def test_a_pooled_container_sees_nothing_of_a_launch_before_its_claim(
         assert attrs["HostConfig"]["ReadonlyRootfs"] is True
         assert attrs["HostConfig"]["NetworkMode"] == "none"
         assert attrs["HostConfig"]["CapDrop"] == ["ALL"]
+        assert attrs["HostConfig"]["CpuShares"] == 2  # waiting at the lowest weight
         # The container side: the same two FIFOs, and no grant exists anywhere yet.
         listing = container.exec_run(["ls", "-1A", "/run/roundtable"], user="10001:10001")
         assert listing.output.decode().split() == ["go", "ready"]
@@ -146,6 +147,7 @@ async def test_each_pooled_container_serves_one_launch_and_sees_no_other(
 ) -> None:
     first, second = await proposals(pool_store, 2)
     seen: dict[str, dict[str, str]] = {}
+    weights: list[int] = []
     async with Supervisor(pool_store) as supervisor, supervisor.warm(2) as pool:
         assert pool is not None
         with anyio.fail_after(120):
@@ -154,6 +156,7 @@ async def test_each_pooled_container_serves_one_launch_and_sees_no_other(
 
         def watch(phase: str, details: dict[str, Any]) -> None:
             if phase == "running":  # the launch runs: the other pooled container still sees nothing
+                weights.append(docker_sdk.containers.get(claimed_id()).attrs["HostConfig"]["CpuShares"])
                 for slot in others:
                     if slot.container_id != claimed_id():
                         seen[slot.slot_id] = runtime_listing(slot.rundir.path)
@@ -174,6 +177,7 @@ async def test_each_pooled_container_serves_one_launch_and_sees_no_other(
     assert one.launch.container_id in pooled_ids and two.launch.container_id in pooled_ids
     assert one.launch.container_id != two.launch.container_id
     assert seen and all(listing == {"go": "fifo", "ready": "fifo"} for listing in seen.values())
+    assert weights == [1024]  # the claim gave it the engine's default weight back
     # The grants were minted at the claim, long after the containers had started.
     grants = pool_store.db.read(
         lambda c: c.execute("SELECT launch_id, revoked_at FROM capability_grants").fetchall()
