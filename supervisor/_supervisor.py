@@ -242,7 +242,8 @@ class Supervisor:
         Waits for a slot first (``max_concurrent_launches``): a warm pool's container of the plan
         comes with its own; the launch is recorded when it has one.
         """
-        slot = self.pool.claim(plan) if self.pool is not None else None
+        pool = self.pool  # the one that lent the slot, even if it stops meanwhile
+        slot = pool.claim(plan) if pool is not None else None
         if slot is not None and not await slot.wait_ready():
             slot = None  # it died before its claim (the pool freed its slot): go cold
         borrower = slot or object()
@@ -261,8 +262,8 @@ class Supervisor:
             )
             return await self._run_launch(launch, plan, on_phase, slot)
         finally:
-            if slot is not None and self.pool is not None:
-                self.pool.finished(slot)
+            if slot is not None and pool is not None:
+                pool.finished(slot)
             elif slot is None:
                 self._limiter.release_on_behalf_of(borrower)
                 if self.pool is not None:
