@@ -32,10 +32,20 @@ from typing import Any
 
 from store.errors import InternalError
 
-__all__ = ["SERVE_FILE", "HandoffTarget", "find_serve", "hand_off", "raise_error_body"]
+__all__ = [
+    "SERVE_FILE",
+    "STATE_DIR",
+    "HandoffTarget",
+    "find_serve",
+    "hand_off",
+    "raise_error_body",
+    "state_dir_of",
+]
 
 SERVE_FILE = "serve.json"
 """The file under ``.roundtable/`` naming the serve's hand-off socket."""
+STATE_DIR = ".roundtable"
+"""``store``'s state directory name, repeated: finding it must not import the store's configuration."""
 _MAX_LINE = 16 * 1024 * 1024
 
 Reporter = Callable[[str, dict[str, Any]], None]
@@ -59,6 +69,20 @@ def _private(path: Path, kind: int, what: str) -> str | None:
         return f"{what} {path} belongs to uid {info.st_uid}, not to this user"
     if stat.S_IMODE(info.st_mode) & 0o077:
         return f"{what} {path} has mode {stat.S_IMODE(info.st_mode):04o}; it must be private (0600)"
+    return None
+
+
+def state_dir_of(root: str | Path | None) -> Path | None:
+    """The ``.roundtable`` directory of the project at ``root`` (else found from the working
+    directory up, as the store finds it), or None when there is none (the command then fails as
+    usual, in-process)."""
+    if root is not None:
+        candidate = Path(root).resolve() / STATE_DIR
+        return candidate if candidate.is_dir() else None
+    here = Path.cwd().resolve()
+    for directory in (here, *here.parents):
+        if (directory / STATE_DIR).is_dir():
+            return directory / STATE_DIR
     return None
 
 
@@ -129,12 +153,14 @@ def raise_error_body(body: dict[str, Any]) -> None:
     raise error
 
 
-def hand_off(state_dir: Path, op: str, args: dict[str, Any], on_phase: Reporter) -> dict[str, Any] | None:
+def hand_off(
+    state_dir: Path | None, op: str, args: dict[str, Any], on_phase: Reporter
+) -> dict[str, Any] | None:
     """Run ``op`` on the serve of ``state_dir`` and return its result; None when no serve runs there.
 
     ``on_phase`` receives ``handed_off`` first, then every phase the serve reports; an error the serve
     answers is raised here as itself (the same code and message as in-process)."""
-    target = find_serve(state_dir)
+    target = None if state_dir is None else find_serve(state_dir)
     if target is None:
         return None
     sock = _connect(target)

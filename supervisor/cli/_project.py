@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from capabilities.services import Services
     from store import Store
 
-__all__ = ["open_project", "open_services", "operator_call", "project_state_dir", "run_operator_tool"]
+__all__ = ["open_project", "open_services", "operator_call", "run_operator_tool"]
 
 
 @contextmanager
@@ -28,13 +28,6 @@ def open_project(root: str | Path | None) -> Iterator[Store]:
         yield store
     finally:
         store.close()
-
-
-def project_state_dir(root: str | Path | None) -> Path:
-    """The ``.roundtable`` directory of the project at ``root`` (or discovered), without opening it."""
-    from store import find_project_root
-
-    return find_project_root(root).state_dir
 
 
 @contextmanager

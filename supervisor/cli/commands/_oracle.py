@@ -30,8 +30,8 @@ __all__ = ["cited_warnings", "register"]
 async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     if not args.wait:
         return _launch_detached(args)
-    from supervisor.cli._handoff import hand_off
-    from supervisor.cli._project import open_project, project_state_dir
+    from supervisor.cli._handoff import hand_off, state_dir_of
+    from supervisor.cli._project import open_project
 
     report = progress_printer(args.json)
     announce = Announcer(args.announce_fd, "requested")
@@ -43,7 +43,7 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     # A `roundtable serve` on this project runs the launch, with its warm pool, when there is one
     # (and answers the same body, cited memories included: cited_warnings).
     handed = {"proposal_id": args.proposal_id, "provider": args.provider, "timeout": args.timeout}
-    body = hand_off(project_state_dir(args.root), "oracle.launch", handed, on_phase)
+    body = hand_off(state_dir_of(args.root), "oracle.launch", handed, on_phase)
     if body is None:
         from supervisor import Supervisor
 

@@ -22,8 +22,8 @@ __all__ = ["register_subcommands", "review_run_lines"]
 async def _run(args: argparse.Namespace) -> dict[str, Any]:
     if not args.wait:
         return _run_detached(args)
-    from supervisor.cli._handoff import hand_off
-    from supervisor.cli._project import open_project, project_state_dir
+    from supervisor.cli._handoff import hand_off, state_dir_of
+    from supervisor.cli._project import open_project
 
     report = progress_printer(args.json)
     announce = Announcer(args.announce_fd, "round")
@@ -33,7 +33,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         announce(phase, details)
 
     # A `roundtable serve` on this project runs the round, with its warm pool, when there is one.
-    body = hand_off(project_state_dir(args.root), "review.run", {"proposal_id": args.proposal_id}, on_phase)
+    body = hand_off(state_dir_of(args.root), "review.run", {"proposal_id": args.proposal_id}, on_phase)
     if body is None:
         from supervisor import Supervisor
         from supervisor.review import run_review

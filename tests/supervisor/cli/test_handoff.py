@@ -194,3 +194,17 @@ async def test_the_handoff_socket_refuses_another_user(
 
     answer = await anyio.to_thread.run_sync(as_nobody)
     assert json.loads(answer)["error"]["code"] == "forbidden"
+
+
+def test_the_state_directory_is_found_as_the_store_finds_it(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from store._project import STATE_DIR_NAME
+    from supervisor.cli._handoff import STATE_DIR, state_dir_of
+
+    assert STATE_DIR == STATE_DIR_NAME
+    assert state_dir_of(store.paths.root) == store.paths.state_dir
+    (store.paths.root / "sub").mkdir()
+    monkeypatch.chdir(store.paths.root / "sub")
+    assert state_dir_of(None) == store.paths.state_dir
+    assert state_dir_of(store.paths.root / "sub") is None
