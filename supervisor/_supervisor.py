@@ -243,9 +243,7 @@ class Supervisor:
         comes with its own; the launch is recorded when it has one.
         """
         pool = self.pool  # the one that lent the slot, even if it stops meanwhile
-        slot = pool.claim(plan) if pool is not None else None
-        if slot is not None and not await slot.wait_ready():
-            slot = None  # it died before its claim (the pool freed its slot): go cold
+        slot = await pool.lend(plan) if pool is not None else None
         borrower = slot or object()
         if slot is None:
             await self._acquire(borrower)

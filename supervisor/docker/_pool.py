@@ -76,6 +76,8 @@ class PooledContainer:
     shape: tuple[Any, ...]
     container_id: str = ""
     claimed: bool = False
+    released: bool = False
+    """Whether the go line went out: from then on the launch's launcher owns the container."""
     ready: anyio.Event = field(default_factory=anyio.Event)
     gone: anyio.Event = field(default_factory=anyio.Event)
     docker: DockerClient | None = field(default=None, repr=False)
@@ -98,6 +100,7 @@ class PooledContainer:
         and give it the engine's default CPU weight back."""
         go_fd = self._fds[1]
         os.write(go_fd, GO_LINE)
+        self.released = True
         self.close_fds()
         if self.docker is not None:
             try:
@@ -170,7 +173,8 @@ class WarmPool:
                     slot.gone.set()  # a launch waiting for it goes cold instead
             with anyio.CancelScope(shield=True), anyio.move_on_after(60):
                 async with anyio.create_task_group() as cleanup:
-                    for slot in [s for s in self._slots if not s.claimed]:
+                    # Claimed but never let go: its launch fails at the go line, if it gets there.
+                    for slot in [s for s in self._slots if not s.released]:
                         cleanup.start_soon(self._discard, slot)
 
     def _top_up(self, group: anyio.abc.TaskGroup) -> None:
@@ -203,9 +207,27 @@ class WarmPool:
                 return slot
         return None
 
+    async def lend(self, plan: LaunchPlan) -> PooledContainer | None:
+        """:meth:`claim` a container for ``plan`` and wait until it is ready; None when there is
+        none, or it died first (go cold). Cancelled meanwhile, the container is given back (removed)."""
+        slot = self.claim(plan)
+        if slot is None:
+            return None
+        try:
+            if await slot.wait_ready():
+                return slot
+        except BaseException:
+            self.finished(slot)
+            raise
+        return None  # it died before its claim: the pool has freed its slot
+
     def finished(self, slot: PooledContainer) -> None:
-        """The launch that claimed ``slot`` ended: its token is free again."""
-        self._release(slot)
+        """The launch that claimed ``slot`` ended (or gave it up): its token is free again, and a
+        container it never let go is removed (the pool's own clean-up does it if the pool stopped)."""
+        if slot.released:
+            self._release(slot)
+        elif self._group is not None:
+            self._group.start_soon(self._discard, slot)
 
     def evict_idle(self) -> bool:
         """Give one idle container's token back now (the container is removed in the background)."""

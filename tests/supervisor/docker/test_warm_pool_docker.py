@@ -20,6 +20,7 @@ import pytest
 
 from capabilities.services import Services
 from store import ProjectPaths, Store, open_store
+from store.errors import InternalError
 from store.launches import LaunchStatus
 from supervisor._supervisor import Supervisor
 from supervisor.cli._demo import DEMO_PATCH
@@ -319,3 +320,24 @@ async def test_a_stopping_serve_removes_its_pool(
         assert serve.wait(timeout=120) == 0
     assert pooled(docker_sdk, pool_store) == []
     assert not (pool_store.paths.state_dir / "serve.json").exists()
+
+
+async def test_a_claim_that_fails_before_its_go_line_leaves_no_container(
+    pool_store: Store, docker_sdk: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (proposal,) = await proposals(pool_store, 1)
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise InternalError("injected: minting the grant failed")
+
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(1) as pool:
+        assert pool is not None
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 1
+        (claimed,) = pool.idle
+        monkeypatch.setattr("supervisor._supervisor.issue_capability", refuse)
+        with pytest.raises(InternalError, match="injected"):
+            await supervisor.launch_role("memory_oracle", proposal)
+        assert claimed not in pool.idle  # never handed out again
+    # Never let go, so removed (not left running for the pool's life, nor after it).
+    assert pooled(docker_sdk, pool_store) == []
