@@ -51,7 +51,21 @@ def overlay_image(client: Any, base: str) -> str:
     client.images.build(
         fileobj=buffer, custom_context=True, tag=tag, buildargs={"BASE": base}, rm=True, forcerm=True
     )
+    _prune(client, keep=tag)
     return tag
+
+
+def _prune(client: Any, *, keep: str) -> None:
+    """Untag earlier overlays (of older sources or bases) that no container uses."""
+    import docker.errors
+
+    for image in client.images.list(name="roundtable-role"):
+        for old in image.tags:
+            if old.startswith("roundtable-role:overlay-") and old != keep:
+                try:
+                    client.images.remove(old, noprune=False)
+                except docker.errors.APIError:
+                    continue  # in use by a container, or gone already
 
 
 if __name__ == "__main__":
