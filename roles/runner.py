@@ -26,6 +26,7 @@ from pathlib import Path
 
 import anyio
 
+from roles._claim import wait_for_claim
 from roles.channel import (
     DEFAULT_CHANNEL_DIR,
     EXIT_NO_CHANNEL,
@@ -149,6 +150,7 @@ def _innermost(exc: BaseException) -> BaseException:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the role runner with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    wait_for_claim()  # a pooled container waits here until a launch claims it (roles/_claim.py)
     config = _config(argv)
     try:
         result = anyio.run(_run, config)

@@ -165,6 +165,8 @@ class _Providers(_Strict):
 
 class _Supervisor(_Strict):
     max_concurrent_launches: int = Field(default=4, ge=1, le=64)
+    warm_pool: int = Field(default=2, ge=0, le=64)
+    """Role containers ``roundtable serve`` keeps started and waiting for a launch (0: none)."""
 
 
 class StoreConfig(_Strict):
@@ -276,6 +278,9 @@ security_paths = [
 
 [supervisor]
 max_concurrent_launches = 4           # role containers running at once
+warm_pool = 2                         # containers `roundtable serve` keeps started for the next
+                                      # launches (no grant, no token); they count against the
+                                      # limit above; 0 disables
 
 [store]
 url = ""                              # "" (the SQLite file .roundtable/roundtable.db) or

@@ -25,12 +25,20 @@ before the failure stay: they were real.
 Launches run concurrently up to ``[supervisor] max_concurrent_launches``. At start the supervisor
 reaps what a previous one left behind: labelled containers, runtime directories, launches still
 marked active (failed as ``supervisor_restarted``) and their grants (revoked).
+
+A long-running supervisor (``roundtable serve``) runs inside :meth:`Supervisor.warm`: a warm pool
+(:class:`~supervisor.docker.WarmPool`, ``[supervisor] warm_pool`` containers, counted against
+``max_concurrent_launches``) that a launch of the pool's plan claims instead of creating a container,
+binding its grant, token and socket to it at that moment (the deadline starts then); and background
+clean-up, so that a launch answers once its grant is revoked, its container has stopped and its end
+is recorded, while the container's removal finishes after (the reaper removes it if the process
+dies first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -38,26 +46,29 @@ import structlog
 
 from capabilities.auth import issue_capability
 from capabilities.services import Services
-from capabilities.serving import build_launch_app, serving
+from capabilities.serving import build_launch_app
 from store import Store
 from store.config import ProviderName
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
 from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
 from store.work import ProposalStatus
-from supervisor.docker import DockerLauncher, Launcher
+from supervisor.docker import Claimed, DockerLauncher, Launcher, PooledContainer, Spawn, WarmPool
 from supervisor.launch import (
     LaunchLimits,
     LaunchPhase,
     LaunchPlan,
+    LaunchResult,
     LaunchRuntimeDir,
     LaunchSpec,
     OwnerLock,
     PhaseReporter,
     RuntimeRoot,
+    launch_socket,
     live_owners,
     report_phase,
     supervisor_id_for,
+    unwrap_error,
 )
 from supervisor.models import ModelGateway
 
@@ -70,28 +81,6 @@ _ACTOR = "supervisor"
 _GRANT_MARGIN_SECONDS = 60
 _CLEANUP_SECONDS = 30.0
 _log = structlog.get_logger("roundtable.supervisor")
-
-
-@dataclass(frozen=True)
-class LaunchResult:
-    """How a launch ended, with the warnings the role wrote."""
-
-    launch: Launch
-    warnings: list[Event] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"id", "status", "exit_code", "reason", "error", "provider", "warnings": [...], ...}``."""
-        return {
-            "id": self.launch.id,
-            "status": str(self.launch.status),
-            "exit_code": self.launch.exit_code,
-            "reason": self.launch.reason,
-            "error": self.launch.error,
-            "provider": self.launch.provider,
-            "proposal_id": self.launch.proposal_id,
-            "usage": self.launch.usage,
-            "warnings": [event.to_dict() for event in self.warnings],
-        }
 
 
 class Supervisor:
@@ -115,13 +104,19 @@ class Supervisor:
         self.supervisor_id = supervisor_id_for(store.paths.root)
         self.runtime = runtime or RuntimeRoot(self.supervisor_id)
         self._owns_launcher = launcher is None
+        self._owner = OwnerLock(self.runtime.path.parent / "owners" / self.supervisor_id[:12])
         self.launcher: Launcher = launcher or DockerLauncher(
-            store.launches, supervisor_id=self.supervisor_id, runtime=self.runtime
+            store.launches,
+            supervisor_id=self.supervisor_id,
+            runtime=self.runtime,
+            owners=self._owner.directory,
         )
         self._limiter = anyio.CapacityLimiter(store.config.supervisor.max_concurrent_launches)
         self._model_transport = model_transport
         self._spec_transform = spec_transform
-        self._owner = OwnerLock(self.runtime.path.parent / "owners" / self.supervisor_id[:12])
+        self.pool: WarmPool | None = None
+        self._background: anyio.abc.TaskGroup | None = None
+        self._spawn: Spawn | None = None
 
     async def __aenter__(self) -> Supervisor:
         await self.start()
@@ -152,6 +147,39 @@ class Supervisor:
         self._owner.release()
         if self._owns_launcher and isinstance(self.launcher, DockerLauncher):
             await self.launcher.aclose()
+
+    @asynccontextmanager
+    async def warm(self, size: int | None = None) -> AsyncIterator[WarmPool | None]:
+        """Run a warm pool of ``size`` (default ``[supervisor] warm_pool``; 0: none) and background
+        clean-up for the duration of the block (module docstring); yields the pool. On the way out the
+        pool's unclaimed containers are removed and pending clean-ups finish."""
+        size = self.store.config.supervisor.warm_pool if size is None else size
+        async with anyio.create_task_group() as background:
+            self._background, self._spawn = background, background.start_soon
+            pool_scope = anyio.CancelScope()
+            try:
+                if size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None:
+                    self.pool = WarmPool(
+                        self.launcher.docker,
+                        self.runtime,
+                        supervisor_id=self.supervisor_id,
+                        owner=self._owner.name,
+                        limiter=self._limiter,
+                        plan=self.oracle_plan(),
+                        size=size,
+                    )
+
+                    async def run_pool(task_status: anyio.abc.TaskStatus[None]) -> None:
+                        assert self.pool is not None
+                        with pool_scope:
+                            await self.pool.run(task_status=task_status)
+
+                    await background.start(run_pool)
+                yield self.pool
+            finally:
+                self._background = self._spawn = None
+                pool_scope.cancel()
+        self.pool = None
 
     async def _revoke_orphan(self, launch_id: str) -> None:
         await self.store.db.run(
@@ -211,9 +239,15 @@ class Supervisor:
     ) -> LaunchResult:
         """Run ``plan`` for ``proposal`` (from :meth:`open_proposal`) and wait for it to end.
 
-        Waits for a slot first (``max_concurrent_launches``); the launch is recorded when it has one.
+        Waits for a slot first (``max_concurrent_launches``): a warm pool's container of the plan
+        comes with its own; the launch is recorded when it has one.
         """
-        async with self._limiter:
+        pool = self.pool  # the one that lent the slot, even if it stops meanwhile
+        slot = await pool.lend(plan) if pool is not None else None
+        borrower = slot or object()
+        if slot is None:
+            await self._acquire(borrower)
+        try:
             launch = await self.store.db.run(
                 self.store.launches.request,
                 role=plan.role,
@@ -224,10 +258,28 @@ class Supervisor:
                 provider=plan.provider,
                 owner=self._owner.name,
             )
-            return await self._run_launch(launch, plan, on_phase)
+            return await self._run_launch(launch, plan, on_phase, slot)
+        finally:
+            if slot is not None and pool is not None:
+                pool.finished(slot)
+            elif slot is None:
+                self._limiter.release_on_behalf_of(borrower)
+                if self.pool is not None:
+                    self.pool.poke()
+
+    async def _acquire(self, borrower: object) -> None:
+        """Take a launch slot for ``borrower``, evicting idle pooled containers when none is free."""
+        while True:
+            try:
+                self._limiter.acquire_on_behalf_of_nowait(borrower)
+                return
+            except anyio.WouldBlock:
+                if self.pool is None or not self.pool.evict_idle():
+                    await self._limiter.acquire_on_behalf_of(borrower)
+                    return
 
     async def _run_launch(
-        self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None
+        self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None, slot: PooledContainer | None
     ) -> LaunchResult:
         log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id, role=plan.role)
         gateway = ModelGateway(self.store.config.providers.openai, launch.id, transport=self._model_transport)
@@ -254,12 +306,15 @@ class Supervisor:
             )
             grant_id = issued.record.id
             log = log.bind(grant_id=grant_id)
-            rundir = await anyio.to_thread.run_sync(self.runtime.create, launch.id)
+            if slot is not None:  # the pooled container's directory: until now, its two FIFOs only
+                rundir = slot.rundir
+            else:
+                rundir = await anyio.to_thread.run_sync(self.runtime.create, launch.id)
             await anyio.to_thread.run_sync(rundir.write_token_file, issued.token)
             for name, data in plan.files.items():
                 await anyio.to_thread.run_sync(rundir.write_file, name, data)
             app = build_launch_app(self.services, grant_id, extra_routes=extra_routes)
-            async with serving(app, uds=rundir.socket_path):
+            async with launch_socket(app, rundir.socket_path, self._background):
                 await anyio.to_thread.run_sync(rundir.grant_socket)
                 await report_phase(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})
                 spec = plan.spec(launch.id, launch.proposal_id, rundir.path, issued.token)
@@ -273,9 +328,10 @@ class Supervisor:
                     await report_phase(on_phase, str(step), {"launch_id": launch.id})
 
                 handed_over = True
-                await self.launcher.run(spec, on_phase=phase)
+                claimed = None if slot is None else Claimed(slot.container_id, slot.release)
+                await self.launcher.run(spec, on_phase=phase, claimed=claimed, spawn=self._spawn)
         except BaseException as exc:
-            error = _unwrap(exc)
+            error = unwrap_error(exc)
             if not handed_over:
                 with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
                     await self._fail_unstarted(launch.id, error)
@@ -286,6 +342,8 @@ class Supervisor:
             raise
         finally:
             with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
+                if slot is not None:
+                    slot.close_fds()
                 if grant_id is not None:
                     await self._revoke(grant_id, "launch_ended")
                 if rundir is not None:
@@ -338,10 +396,3 @@ class Supervisor:
             ),
         )
         return [event for event in events if event.payload.get("launch_id") == launch_id]
-
-
-def _unwrap(exc: BaseException) -> BaseException:
-    """The error inside the exception groups that task groups (the socket server's) wrap it in."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc

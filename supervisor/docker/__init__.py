@@ -1,10 +1,25 @@
-"""The Docker engine behind a small async interface, the hardened Docker launcher, and the reaper
-that removes the containers of launches whose supervisor died."""
+"""The Docker engine behind a small async interface, the hardened Docker launcher, the warm pool of
+started containers a launch claims, and the reaper that removes the containers of launches whose
+supervisor died."""
 
 from __future__ import annotations
 
 from supervisor.docker._client import DockerClient
+from supervisor.docker._hooks import Claimed, PhaseHook, Spawn
 from supervisor.docker._launcher import DockerLauncher, Launcher
+from supervisor.docker._pool import PooledContainer, WarmPool
 from supervisor.docker._reaper import OrphanHook, ReapReport, reap
 
-__all__ = ["DockerClient", "DockerLauncher", "Launcher", "OrphanHook", "ReapReport", "reap"]
+__all__ = [
+    "Claimed",
+    "DockerClient",
+    "DockerLauncher",
+    "Launcher",
+    "OrphanHook",
+    "PhaseHook",
+    "PooledContainer",
+    "ReapReport",
+    "Spawn",
+    "WarmPool",
+    "reap",
+]

@@ -71,6 +71,9 @@ class DockerBackend(Protocol):
     def remove(self, container: str) -> None:
         """Force-remove a container (killing it first if it runs)."""
 
+    def update_cpu_shares(self, container: str, shares: int) -> None:
+        """Set a running container's CPU weight."""
+
     def list_labelled(self, label: str) -> list[ContainerSummary]:
         """Every container, running or not, with ``label`` (``key`` or ``key=value``)."""
 
@@ -130,6 +133,9 @@ class SdkDockerBackend:
 
     def remove(self, container: str) -> None:
         self._api.remove_container(container, force=True, v=True)
+
+    def update_cpu_shares(self, container: str, shares: int) -> None:
+        self._api.update_container(container, cpu_shares=shares)
 
     def list_labelled(self, label: str) -> list[ContainerSummary]:
         rows = self._api.containers(all=True, filters={"label": label})

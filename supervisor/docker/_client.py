@@ -308,6 +308,12 @@ class DockerClient:
 
         return await self._call(f"removing container {container[:12]}", remove)
 
+    async def update_cpu_shares(self, container: str, shares: int) -> None:
+        """Set a running container's CPU weight (``docker update --cpu-shares``)."""
+        await self._call(
+            f"updating container {container[:12]}", lambda b: b.update_cpu_shares(container, shares)
+        )
+
     async def list_labelled(self, label: str) -> list[ContainerSummary]:
         """Every container carrying ``label`` (``key`` or ``key=value``)."""
         return await self._call(f"listing containers labelled {label}", lambda b: b.list_labelled(label))

@@ -22,18 +22,20 @@ except as a string to redact.
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 import anyio
 import structlog
 
-from store.errors import Conflict, DockerUnavailable, LaunchFailed, RoundtableError
+from store.errors import Conflict, LaunchFailed, RoundtableError
 from store.launches import MAX_LOG_TAIL_BYTES, Launch, LaunchStatus, LaunchStore, bounded_tail
 from supervisor.docker._client import DockerClient
+from supervisor.docker._hooks import Claimed, PhaseHook, Spawn, call_hook, call_hook_quietly, failure_reason
 from supervisor.docker._reaper import OrphanHook, ReapReport, reap
 from supervisor.launch import (
     ContainerOutcome,
@@ -43,9 +45,11 @@ from supervisor.launch import (
     RuntimeRoot,
     container_kwargs,
     container_name,
+    live_owners,
 )
 
 __all__ = [
+    "Claimed",
     "ContainerOutcome",
     "DockerLauncher",
     "LaunchLimits",
@@ -59,9 +63,6 @@ _T = TypeVar("_T")
 _P = ParamSpec("_P")
 _log = structlog.get_logger("roundtable.launcher")
 
-PhaseHook = Callable[[LaunchPhase], Awaitable[None] | None]
-"""Called with each :class:`LaunchPhase`; may be sync or async. Its exceptions fail the launch."""
-
 _KILL_GRACE_SECONDS = 15.0
 _LOG_TAIL_LINES = 2_000
 _REDACTED = "[redacted]"
@@ -70,7 +71,14 @@ _REDACTED = "[redacted]"
 class Launcher(Protocol):
     """What the supervisor needs from a container launcher (Docker today, a cluster later)."""
 
-    async def run(self, spec: LaunchSpec, *, on_phase: PhaseHook | None = None) -> ContainerOutcome:
+    async def run(
+        self,
+        spec: LaunchSpec,
+        *,
+        on_phase: PhaseHook | None = None,
+        claimed: Claimed | None = None,
+        spawn: Spawn | None = None,
+    ) -> ContainerOutcome:
         """Run one recorded launch to its end; see :meth:`DockerLauncher.run`."""
         ...
 
@@ -89,6 +97,8 @@ class _Attempt:
     create_attempted: bool = False
     container_id: str | None = None
     timed_out: bool = False
+    claimed: Claimed | None = None
+    spawn: Spawn | None = None
 
 
 class DockerLauncher:
@@ -107,13 +117,17 @@ class DockerLauncher:
         runtime: RuntimeRoot | None = None,
         cleanup_seconds: float = 60.0,
         log_bytes: int = MAX_LOG_TAIL_BYTES,
+        owners: Path | None = None,
     ):
+        """``owners`` is the directory of the supervisors' owner locks: the reaper keeps a warm
+        pool's containers whose owner still lives (without it, it keeps none)."""
         self.launches = launches
         self.supervisor_id = supervisor_id
         self.docker = docker or DockerClient()
         self.runtime = runtime
         self.cleanup_seconds = cleanup_seconds
         self.log_bytes = log_bytes
+        self.owners = owners
         self._running: set[str] = set()
 
     @property
@@ -130,8 +144,21 @@ class DockerLauncher:
 
     # -- run -----------------------------------------------------------------------------------------
 
-    async def run(self, spec: LaunchSpec, *, on_phase: PhaseHook | None = None) -> ContainerOutcome:
+    async def run(
+        self,
+        spec: LaunchSpec,
+        *,
+        on_phase: PhaseHook | None = None,
+        claimed: Claimed | None = None,
+        spawn: Spawn | None = None,
+    ) -> ContainerOutcome:
         """Run the recorded launch ``spec.launch_id`` to its end and return how it ended.
+
+        With ``claimed``, the launch takes over that started container (a warm pool's, created with
+        the same hardening) instead of creating one, and lets it go with ``claimed.release()`` where
+        it would start it. With ``spawn``, the container's removal runs in the background once the
+        end is recorded (the reaper removes it if the process dies first), so the outcome comes back
+        as soon as the container has stopped.
 
         A container that ran returns an outcome whatever its exit (``exited``, ``failed``, ``timeout``).
         A launch that could not run raises after recording ``failed``: :class:`DockerUnavailable` when
@@ -144,7 +171,7 @@ class DockerLauncher:
         self._check_matches(spec, launch)
         self._running.add(spec.launch_id)
         try:
-            return await self._run(_Attempt(spec), on_phase)
+            return await self._run(_Attempt(spec, claimed=claimed, spawn=spawn), on_phase)
         finally:
             self._running.discard(spec.launch_id)
 
@@ -161,18 +188,24 @@ class DockerLauncher:
         try:
             if spec.runtime_dir is not None and not spec.runtime_dir.is_dir():
                 raise LaunchFailed(f"the runtime directory {spec.runtime_dir} does not exist")
-            kwargs = container_kwargs(spec, self.supervisor_id)
-            await _call(on_phase, LaunchPhase.CREATING)
-            attempt.stage, attempt.create_attempted = "create", True
-            attempt.container_id = await self.docker.create(kwargs)
+            await call_hook(on_phase, LaunchPhase.CREATING)
+            if attempt.claimed is None:
+                kwargs = container_kwargs(spec, self.supervisor_id)
+                attempt.stage, attempt.create_attempted = "create", True
+                attempt.container_id = await self.docker.create(kwargs)
+            else:
+                attempt.container_id = attempt.claimed.container_id
             attempt.stage = "record"
             await self._store(self.launches.mark_starting, spec.launch_id, attempt.container_id)
             log.info("container_created", container_id=attempt.container_id[:12])
-            await _call(on_phase, LaunchPhase.CREATED)
+            await call_hook(on_phase, LaunchPhase.CREATED)
             attempt.stage = "start"
-            await self.docker.start(attempt.container_id)
+            if attempt.claimed is None:
+                await self.docker.start(attempt.container_id)
+            else:
+                await attempt.claimed.release()
             await self._store(self.launches.mark_running, spec.launch_id)
-            await _call(on_phase, LaunchPhase.RUNNING)
+            await call_hook(on_phase, LaunchPhase.RUNNING)
             attempt.stage = "wait"
             exit_code = await self.docker.wait(attempt.container_id, spec.timeout_seconds)
             if exit_code is None:
@@ -192,7 +225,7 @@ class DockerLauncher:
             raise
         except Exception as exc:
             error = exc if isinstance(exc, RoundtableError) else LaunchFailed(f"{attempt.stage}: {exc}")
-            reason = _failure_reason(attempt.stage, error)
+            reason = failure_reason(attempt.stage, error)
             log.error("launch_failed", stage=attempt.stage, error=error.message)
             with anyio.move_on_after(self.cleanup_seconds, shield=True):
                 await self._abort(attempt, LaunchStatus.FAILED, reason, error.message, on_phase)
@@ -206,7 +239,7 @@ class DockerLauncher:
         spec, container_id = attempt.spec, attempt.container_id
         assert container_id is not None
         warnings: list[str] = []
-        await _call(on_phase, LaunchPhase.STOPPED)
+        await call_hook(on_phase, LaunchPhase.STOPPED)
         oom = False
         try:
             state: dict[str, Any] = (await self.docker.inspect(container_id)).get("State") or {}
@@ -215,7 +248,8 @@ class DockerLauncher:
         except RoundtableError as exc:
             warnings.append(f"could not inspect the container: {exc.message}")
         log_tail = await self._log_tail(container_id, spec, warnings)
-        await self._remove(container_id, warnings)
+        if attempt.spawn is None:
+            await self._remove(container_id, warnings)
         if attempt.timed_out:
             status, reason = LaunchStatus.TIMEOUT, "deadline_exceeded"
         elif oom:
@@ -233,7 +267,9 @@ class DockerLauncher:
             log_tail=log_tail,
         )
         _log.info("launch_ended", launch_id=spec.launch_id, status=str(status), exit_code=exit_code, oom=oom)
-        await _call_quietly(on_phase, LaunchPhase.ENDED, spec.launch_id)  # the record is final already
+        if attempt.spawn is not None:
+            attempt.spawn(partial(self._remove_quietly, container_id))
+        await call_hook_quietly(on_phase, LaunchPhase.ENDED, spec.launch_id)  # the record is final already
         return ContainerOutcome(
             launch_id=spec.launch_id,
             status=status,
@@ -265,14 +301,14 @@ class DockerLauncher:
             if attempt.container_id is not None and attempt.stage in ("wait", "finish"):
                 log_tail = await self._log_tail(target, spec, warnings)
             await self._remove(target, warnings)
-        await _call_quietly(on_phase, LaunchPhase.STOPPED, spec.launch_id)
+        await call_hook_quietly(on_phase, LaunchPhase.STOPPED, spec.launch_id)
         try:
             await self._store(
                 self.launches.finish, spec.launch_id, status, reason=reason, error=error, log_tail=log_tail
             )
         except RoundtableError as exc:  # e.g. already final when only the last hook failed
             _log.error("launch_record_failed", launch_id=spec.launch_id, error=exc.message)
-        await _call_quietly(on_phase, LaunchPhase.ENDED, spec.launch_id)
+        await call_hook_quietly(on_phase, LaunchPhase.ENDED, spec.launch_id)
         for warning in warnings:
             _log.warning("cleanup_incomplete", launch_id=spec.launch_id, detail=warning)
 
@@ -291,6 +327,14 @@ class DockerLauncher:
             if secret:
                 text = text.replace(secret, _REDACTED)
         return bounded_tail(text, self.log_bytes)
+
+    async def _remove_quietly(self, container: str) -> None:
+        """A background removal: what fails is logged, and the reaper finishes it at the next start."""
+        warnings: list[str] = []
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.cleanup_seconds):
+            await self._remove(container, warnings)
+        for warning in warnings:
+            _log.warning("cleanup_incomplete", container_id=container[:12], detail=warning)
 
     async def _remove(self, container: str, warnings: list[str]) -> None:
         try:
@@ -312,36 +356,5 @@ class DockerLauncher:
             keep=self.running | frozenset(keep),
             on_orphan=on_orphan,
             runtime=self.runtime,
+            live_owners=None if self.owners is None else partial(live_owners, self.owners),
         )
-
-
-class _HookFailed(LaunchFailed):
-    """The ``on_phase`` hook raised; the launch fails with reason ``hook_failed``."""
-
-
-def _failure_reason(stage: str, error: RoundtableError) -> str:
-    """The launch record's ``reason`` for a launch that failed at ``stage`` with ``error``."""
-    if isinstance(error, DockerUnavailable):
-        return "docker_unavailable"
-    if isinstance(error, _HookFailed):
-        return "hook_failed"
-    return f"{stage}_failed"
-
-
-async def _call(hook: PhaseHook | None, phase: LaunchPhase) -> None:
-    if hook is None:
-        return
-    try:
-        result = hook(phase)
-        if inspect.isawaitable(result):
-            await result
-    except Exception as exc:
-        raise _HookFailed(f"the on_phase hook failed at {phase}: {exc}") from exc
-
-
-async def _call_quietly(hook: PhaseHook | None, phase: LaunchPhase, launch_id: str) -> None:
-    """Call ``hook`` during a clean-up: its failure is logged, never raised over the original error."""
-    try:
-        await _call(hook, phase)
-    except Exception as exc:
-        _log.error("phase_hook_failed", launch_id=launch_id, phase=str(phase), error=str(exc))

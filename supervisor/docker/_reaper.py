@@ -11,6 +11,10 @@ labelled container (created, running or stopped) and a runtime directory. :func:
    it even if the project moved and its supervisor id changed);
 3. removes the runtime directories of launches not in ``keep``.
 
+A warm pool's container (label ``roundtable.pool=<owner>``) names a pool slot, not a launch: it and
+its runtime directory are kept while its owner lives (``live_owners`` says which owners do: their
+lock is held), and removed otherwise, claimed or not, like any launch of a dead supervisor.
+
 ``keep`` is the set of launches running in this process (:attr:`DockerLauncher.running`); at start it
 is empty. The reaper assumes one supervisor per project: a second supervisor started on the same
 project would reap the first one's launches.
@@ -30,7 +34,7 @@ import structlog
 from store.errors import RoundtableError
 from store.launches import LaunchStore
 from supervisor.docker._client import DockerClient
-from supervisor.launch import LABEL_LAUNCH, LABEL_SUPERVISOR, RuntimeRoot
+from supervisor.launch import LABEL_LAUNCH, LABEL_POOL, LABEL_SUPERVISOR, RuntimeRoot
 
 __all__ = ["OrphanHook", "ReapReport", "reap"]
 
@@ -63,6 +67,7 @@ async def reap(
     keep: Collection[str] = (),
     on_orphan: OrphanHook | None = None,
     runtime: RuntimeRoot | None = None,
+    live_owners: Callable[[Collection[str]], Collection[str]] | None = None,
 ) -> ReapReport:
     """Fail orphaned launches, then remove their containers and runtime directories (module docstring)."""
     kept = frozenset(keep)
@@ -83,6 +88,14 @@ async def reap(
     removed: list[str] = []
     try:
         labelled = await docker.list_labelled(f"{LABEL_SUPERVISOR}={supervisor_id}")
+        pool_owners = {c.labels[LABEL_POOL] for c in labelled if c.labels.get(LABEL_POOL)}
+        alive = set(await anyio.to_thread.run_sync(live_owners, pool_owners)) if live_owners else set()
+        pooled = {
+            c.labels[LABEL_LAUNCH]
+            for c in labelled
+            if c.labels.get(LABEL_POOL) in alive and LABEL_LAUNCH in c.labels
+        }
+        kept |= pooled
         targets = {c.id: c.name for c in labelled if c.labels.get(LABEL_LAUNCH) not in kept}
         for launch in orphans:
             if launch.container_id is not None and launch.container_id not in targets:

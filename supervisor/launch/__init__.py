@@ -15,9 +15,13 @@ from supervisor.launch._client_config import (
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._plan import LaunchPlan
 from supervisor.launch._progress import PhaseReporter, report_phase
+from supervisor.launch._result import LaunchResult, unwrap_error
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
+from supervisor.launch._socket import launch_socket
 from supervisor.launch._spec import (
+    DEFAULT_CPU_SHARES,
     LABEL_LAUNCH,
+    LABEL_POOL,
     LABEL_SUPERVISOR,
     ROLE_PYTHON,
     ContainerOutcome,
@@ -31,7 +35,9 @@ from supervisor.launch._spec import (
 
 __all__ = [
     "CONTAINER_MOUNT",
+    "DEFAULT_CPU_SHARES",
     "LABEL_LAUNCH",
+    "LABEL_POOL",
     "LABEL_SUPERVISOR",
     "MCP_CONFIG_FILE",
     "MCP_SERVER_NAME",
@@ -40,6 +46,7 @@ __all__ = [
     "LaunchLimits",
     "LaunchPhase",
     "LaunchPlan",
+    "LaunchResult",
     "LaunchRuntimeDir",
     "LaunchSpec",
     "OwnerLock",
@@ -48,8 +55,10 @@ __all__ = [
     "client_environment",
     "container_kwargs",
     "container_name",
+    "launch_socket",
     "live_owners",
     "mcp_client_config",
     "report_phase",
     "supervisor_id_for",
+    "unwrap_error",
 ]

@@ -54,5 +54,5 @@ class LaunchPlan:
             runtime_dir=runtime_dir,
             limits=self.limits,
             timeout_seconds=self.deadline,
-            redact=frozenset({token}),
+            redact=frozenset({token} if token else ()),
         )

@@ -151,6 +151,19 @@ class LaunchRuntimeDir:
             os.close(fd)
         return path
 
+    def make_fifo(self, name: str) -> Path:
+        """Create FIFO ``name`` for a pooled container (:mod:`roles._claim`): the container user may
+        open it both ways (0600, uid 10001 as root; 0666 inside the private base otherwise)."""
+        if not _FILE_NAME.fullmatch(name) or name in (SOCKET_FILE, TOKEN_FILE):
+            raise InvalidArgument(f"{name!r} is not a runtime file name")
+        path = self.path / name
+        os.mkfifo(path, 0o600)
+        if _running_as_root():
+            os.chown(path, CONTAINER_UID, CONTAINER_GID, follow_symlinks=False)
+        else:
+            os.chmod(path, 0o666)  # noqa: S103 (see the module docstring: the base is private)
+        return path
+
     def container_path(self, name: str) -> str:
         """Where the container sees file ``name`` of this directory."""
         return f"{CONTAINER_MOUNT}/{name}"

@@ -29,10 +29,13 @@ from supervisor.launch._runtime_dir import CONTAINER_MOUNT
 
 __all__ = [
     "CONTAINER_USER",
+    "DEFAULT_CPU_SHARES",
     "LABEL_LAUNCH",
+    "LABEL_POOL",
     "LABEL_PROPOSAL",
     "LABEL_ROLE",
     "LABEL_SUPERVISOR",
+    "POOL_CPU_SHARES",
     "ROLE_PYTHON",
     "TMPFS_OPTIONS",
     "ContainerOutcome",
@@ -53,6 +56,12 @@ LABEL_SUPERVISOR = "roundtable.supervisor"
 LABEL_LAUNCH = "roundtable.launch"
 LABEL_PROPOSAL = "roundtable.proposal"
 LABEL_ROLE = "roundtable.role"
+POOL_CPU_SHARES = 2
+"""A waiting pooled container's CPU weight (the engine's default is 1024, given back at the claim): the
+imports of a refill never slow down a running launch."""
+DEFAULT_CPU_SHARES = 1024
+LABEL_POOL = "roundtable.pool"
+"""On a warm pool's container: the owner (:class:`~supervisor.launch.OwnerLock` name) that started it."""
 # The engine keeps a container's output on the host until it is removed; cap it so that a chatty
 # role cannot fill the host's disk in the meantime.
 LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}}
@@ -175,8 +184,14 @@ class LaunchSpec:
             raise InvalidArgument("runtime_dir must be an absolute path")
 
 
-def container_kwargs(spec: LaunchSpec, supervisor_id: str) -> dict[str, Any]:
-    """The ``containers.create`` arguments for ``spec``: every hardening measure, always."""
+def container_kwargs(
+    spec: LaunchSpec, supervisor_id: str, *, pool_owner: str | None = None
+) -> dict[str, Any]:
+    """The ``containers.create`` arguments for ``spec``: every hardening measure, always.
+
+    ``pool_owner`` marks a warm pool's container (label :data:`LABEL_POOL`): its spec names a pool
+    slot, not a launch, until a launch claims it; it waits at the lowest CPU weight
+    (:data:`POOL_CPU_SHARES`)."""
     # Imported here, not with the package: the spec, its limits and the runtime directory are
     # used where the Docker SDK is not needed (doctor's runtime-dir check, the CLI).
     from docker.types import LogConfig, Mount, Ulimit
@@ -199,6 +214,7 @@ def container_kwargs(spec: LaunchSpec, supervisor_id: str) -> dict[str, Any]:
             LABEL_LAUNCH: spec.launch_id,
             LABEL_PROPOSAL: spec.proposal_id,
             LABEL_ROLE: spec.role,
+            **({LABEL_POOL: pool_owner} if pool_owner is not None else {}),
         },
         "privileged": False,
         "cap_drop": ["ALL"],
@@ -219,6 +235,7 @@ def container_kwargs(spec: LaunchSpec, supervisor_id: str) -> dict[str, Any]:
         "init": True,
         "mounts": mounts,
         "log_config": LogConfig(type=LOG_CONFIG["type"], config=LOG_CONFIG["config"]),
+        **({"cpu_shares": POOL_CPU_SHARES} if pool_owner is not None else {}),
     }
 
 

@@ -21,9 +21,12 @@ class ReviewService:
     runs no rounds never talks to the engine. :meth:`aclose` releases it with the server.
     """
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, *, supervisor: Supervisor | None = None):
+        """``supervisor``: a started one to run rounds on (``serve``'s, with its warm pool), which
+        stays its owner's to close."""
         self.store = store
-        self._supervisor: Supervisor | None = None
+        self._supervisor: Supervisor | None = supervisor
+        self._owned = supervisor is None
         self._lock = anyio.Lock()
 
     async def _started(self) -> Supervisor:
@@ -45,6 +48,6 @@ class ReviewService:
 
     async def aclose(self) -> None:
         """Release the supervisor, if one was started."""
-        if self._supervisor is not None:
+        if self._supervisor is not None and self._owned:
             await self._supervisor.aclose()
-            self._supervisor = None
+        self._supervisor, self._owned = None, True

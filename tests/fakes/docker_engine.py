@@ -237,6 +237,13 @@ class FakeDockerBackend:
         if late is not None:
             raise late.error
 
+    def update_cpu_shares(self, container: str, shares: int) -> None:
+        """See :class:`~supervisor.docker_client.DockerBackend`."""
+        late = self._enter("update")
+        self._find(container).kwargs = {**self._find(container).kwargs, "cpu_shares": shares}
+        if late is not None:
+            raise late.error
+
     def list_labelled(self, label: str) -> list[ContainerSummary]:
         """See :class:`~supervisor.docker_client.DockerBackend`."""
         self._enter("list")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from types import ModuleType
 
 from supervisor.cli.commands import _access, _image, _mcp, _memory, _oracle, _project, _work
+from supervisor.cli.commands._oracle import cited_warnings
 
-__all__ = ["COMMAND_MODULES"]
+__all__ = ["COMMAND_MODULES", "cited_warnings"]
 
 COMMAND_MODULES: list[ModuleType] = [
     _project,

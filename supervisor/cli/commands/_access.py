@@ -4,7 +4,9 @@ Tokens and capabilities are minted by the local operator; the raw token is print
 answer of the command that minted it, and stored only as its SHA-256. ``serve`` runs the service
 app (MCP streamable HTTP at ``/mcp``, the HTTP API at ``/api/v1`` and the web console, built by
 :func:`capabilities.serving._web.build_service_app`) on loopback TCP or a Unix socket; a
-non-loopback bind needs ``--allow-remote``.
+non-loopback bind needs ``--allow-remote``. It also keeps a supervisor started for the project, with
+its warm pool (``[supervisor] warm_pool``), and takes the launches of local commands handed to it
+(:mod:`supervisor.cli._handoff_server`).
 """
 
 from __future__ import annotations
@@ -120,14 +122,14 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
         prepare_shutdown,
         serve_asgi,
     )
+    from supervisor._supervisor import Supervisor
+    from supervisor.cli._handoff_server import handoff_listener
     from supervisor.models import synthesizer_for
     from supervisor.review import ReviewService
 
     if args.uds is None:
         check_bind_host(args.host, allow_remote=args.allow_remote)
     with open_services(args.root) as services:
-        reviews = ReviewService(services.store)
-        services.review_runner = reviews
         synthesizer, provider = synthesizer_for(services.store.config)
         web = WebService(services, synthesizer=synthesizer, provider=provider)
         naming = tool_naming(args.tool_names, services.store.config)
@@ -135,20 +137,23 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
             services, web=web, allowed_hosts=args.allowed_host, tool_names=naming
         )
         where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
-        async with anyio.create_task_group() as tg:
-            address: BoundAddress = await tg.start(
-                partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
-            )
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                # Announced once Ctrl-C is ours: a client that stops us at once gets a clean stop.
-                _announce(address, as_json=args.json, root=args.root)
-                async for received in signals:
-                    structlog.get_logger("roundtable.serve").warning(
-                        "serve.stopping", signal=signal.Signals(received).name
-                    )
-                    break
-            tg.cancel_scope.cancel()
-        await reviews.aclose()
+        # One supervisor for the service's life: its warm pool, the rounds its tools run, and the
+        # launches local commands hand to it.
+        async with Supervisor(services.store) as supervisor, supervisor.warm():
+            services.review_runner = ReviewService(services.store, supervisor=supervisor)
+            async with handoff_listener(supervisor), anyio.create_task_group() as tg:
+                address: BoundAddress = await tg.start(
+                    partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
+                )
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    # Announced once Ctrl-C is ours: a client that stops us at once gets a clean stop.
+                    _announce(address, as_json=args.json, root=args.root)
+                    async for received in signals:
+                        structlog.get_logger("roundtable.serve").warning(
+                            "serve.stopping", signal=signal.Signals(received).name
+                        )
+                        break
+                tg.cancel_scope.cancel()
     return {"stopped": True, "url": address.base_url, "uds": address.uds}
 
 

@@ -30,14 +30,14 @@ from supervisor.cli.commands import _oracle_feedback
 if TYPE_CHECKING:
     from store import Store
 
-__all__ = ["register"]
+__all__ = ["cited_warnings", "register"]
 
 
 async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     args.proposal_id = await resolve_proposal(args)  # a unique prefix is enough
     if not args.wait:
         return _launch_detached(args)
-    from supervisor import Supervisor
+    from supervisor.cli._handoff import hand_off, state_dir_of
     from supervisor.cli._project import open_project
 
     report = progress_printer(args.json)
@@ -47,20 +47,25 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
         report(phase, details)
         announce(phase, details)
 
-    with open_project(args.root) as store:
-        async with Supervisor(store) as supervisor:
-            result = await supervisor.launch_role(
-                "memory_oracle",
-                args.proposal_id,
-                provider=args.provider,
-                timeout=args.timeout,
-                on_phase=on_phase,
-            )
-        body = result.to_dict()
-        warnings = [
-            {**event, "cited_memories": _cited(store, event["payload"])} for event in body["warnings"]
-        ]
-    body["warnings"] = warnings
+    # A `roundtable serve` on this project runs the launch, with its warm pool, when there is one
+    # (and answers the same body, cited memories included: cited_warnings).
+    handed = {"proposal_id": args.proposal_id, "provider": args.provider, "timeout": args.timeout}
+    body = hand_off(state_dir_of(args.root), "oracle.launch", handed, on_phase)
+    if body is None:
+        from supervisor import Supervisor
+
+        with open_project(args.root) as store:
+            async with Supervisor(store) as supervisor:
+                result = await supervisor.launch_role(
+                    "memory_oracle",
+                    args.proposal_id,
+                    provider=args.provider,
+                    timeout=args.timeout,
+                    on_phase=on_phase,
+                )
+            body = result.to_dict()
+            body["warnings"] = cited_warnings(store, body["warnings"])
+    warnings = body["warnings"]
     lines = [
         f"launch {body['id']}: {body['status']} (exit code {body['exit_code']}), {len(warnings)} warning(s)"
     ]
@@ -70,6 +75,11 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
         block = warning_lines(event["payload"], event["cited_memories"])
         lines += ["", f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]
     return {"launch": body, "message": "\n".join(lines)}
+
+
+def cited_warnings(store: Store, warnings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The warning events of a launch, each with its ``cited_memories`` (looked up in ``store``)."""
+    return [{**event, "cited_memories": _cited(store, event["payload"])} for event in warnings]
 
 
 def _cited(store: Store, payload: dict[str, Any]) -> list[dict[str, Any]]:

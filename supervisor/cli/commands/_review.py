@@ -29,9 +29,8 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     args.proposal_id = await resolve_proposal(args)  # a unique prefix is enough
     if not args.wait:
         return _run_detached(args)
-    from supervisor import Supervisor
+    from supervisor.cli._handoff import hand_off, state_dir_of
     from supervisor.cli._project import open_project
-    from supervisor.review import run_review
 
     report = progress_printer(args.json)
     announce = Announcer(args.announce_fd, "round")
@@ -40,10 +39,16 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         report(phase, details)
         announce(phase, details)
 
-    with open_project(args.root) as store:
-        async with Supervisor(store) as supervisor:
-            run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
-    body = run.to_dict()
+    # A `roundtable serve` on this project runs the round, with its warm pool, when there is one.
+    body = hand_off(state_dir_of(args.root), "review.run", {"proposal_id": args.proposal_id}, on_phase)
+    if body is None:
+        from supervisor import Supervisor
+        from supervisor.review import run_review
+
+        with open_project(args.root) as store:
+            async with Supervisor(store) as supervisor:
+                run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
+        body = run.to_dict()
     return {"review": body, "message": "\n".join(review_run_lines(body))}
 
 

@@ -8,6 +8,7 @@ import errno
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import pytest
@@ -32,7 +33,9 @@ class ProbingLauncher:
     store: Store
     gateway_status: list[int] = field(default_factory=list)
 
-    async def run(self, spec: LaunchSpec, *, on_phase: PhaseHook | None = None) -> ContainerOutcome:
+    async def run(
+        self, spec: LaunchSpec, *, on_phase: PhaseHook | None = None, claimed: Any = None, spawn: Any = None
+    ) -> ContainerOutcome:
         assert spec.runtime_dir is not None
         token = (spec.runtime_dir / "token").read_text()
         transport = httpx2.AsyncHTTPTransport(uds=str(spec.runtime_dir / "mcp.sock"))

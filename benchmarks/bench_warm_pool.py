@@ -1,0 +1,179 @@
+"""Launches handed to a running ``roundtable serve`` with a warm pool, beside a bare ``docker run``.
+
+In one run, on one project whose ``roundtable serve`` keeps ``--pool`` containers warm:
+
+* **warm launch**: ``docker run --rm --network none IMAGE --version`` (the engine's floor) and
+  ``roundtable oracle launch P --wait`` as a user runs it (a new process, handed to the serve, which
+  claims a pooled container), interleaved; before each launch the pool is let refill (the serve's
+  ``pool.ready`` hand-off operation answers once its containers wait for a claim), untimed;
+* **throughput**: 8 such launches one after another, then 8 at once (8 processes started
+  together), each from a full pool of 8 (``max_concurrent_launches`` 8), interleaved over rounds.
+
+Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of
+8 at once over 8 in turn (goal >= 3). Usage: ``python -m benchmarks.bench_warm_pool [--repeat N]
+[--rounds N] [--image TAG]``; needs the Docker engine and a role image with the claim wait
+(``roles/_claim.py``; the default is the configured one, ``roundtable-role:<version>``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+
+from capabilities.services import Services
+from store import ProjectPaths, init_project, open_store
+from store.config import package_version
+from supervisor.cli._demo import DEMO_PATCH
+from supervisor.cli._handoff import hand_off
+from supervisor.cli._project import operator_call
+
+_BATCH = 8
+
+
+def _configure(config: Path, image: str, pool: int) -> None:
+    text = config.read_text()
+    text = re.sub(r'(?m)^image = "roundtable-role:[^"]*"', f'image = "{image}"', text, count=1)
+    text = re.sub(r"(?m)^warm_pool = \d+", f"warm_pool = {pool}", text)
+    text = re.sub(
+        r"(?m)^max_concurrent_launches = \d+", f"max_concurrent_launches = {max(pool, _BATCH)}", text
+    )
+    config.write_text(text)
+
+
+async def _proposals(paths: ProjectPaths, count: int) -> list[str]:
+    store = open_store(paths)
+    try:
+        services = Services(store=store)
+        await operator_call(services, "memory.record", {
+            "scope": "project", "kind": "decision", "title": "All SQL goes through the query builder",
+            "body_md": "Never build SQL by hand.",
+        })  # fmt: skip
+        task = await operator_call(services, "task.create", {"title": "bench"})
+        made = []
+        for number in range(count):
+            created = await operator_call(services, "proposal.create", {
+                "task_id": task["task"]["id"], "agent_id": "implementer-1", "title": f"p{number}",
+                "patch": DEMO_PATCH,
+            })  # fmt: skip
+            made.append(str(created["proposal"]["id"]))
+        return made
+    finally:
+        store.close()
+
+
+@contextmanager
+def _serve(root: Path) -> Iterator[subprocess.Popen[str]]:
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "supervisor", "serve", "--root", str(root), "--port", "0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    assert serve.stderr is not None
+    try:
+        for line in serve.stderr:
+            if line.startswith("serving MCP at"):
+                break
+        else:
+            raise SystemExit(f"roundtable serve ended (status {serve.wait()})")
+        yield serve
+    finally:
+        serve.terminate()
+        serve.wait(timeout=120)
+        serve.stderr.close()
+
+
+def _pool_ready(root: Path) -> int:
+    answer = hand_off(root / ".roundtable", "pool.ready", {}, lambda *_: None)
+    assert answer is not None, "no roundtable serve answered"
+    return int(answer["ready"])
+
+
+def _launch(root: Path, proposal_id: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "supervisor", "oracle", "launch", proposal_id, "--wait", "--json",
+         "--root", str(root)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def _finish(proc: subprocess.Popen[str]) -> None:
+    out, err = proc.communicate()
+    answer = json.loads(out)
+    if proc.returncode != 0 or answer["launch"]["status"] != "exited":
+        raise SystemExit(f"a launch failed: {out[-500:]} {err[-1500:]}")
+    if '"handed_off"' not in err:
+        raise SystemExit("a launch was not handed to the serve")
+
+
+def _timed(procs: list[subprocess.Popen[str]], started: float) -> float:
+    for proc in procs:
+        _finish(proc)
+    return time.perf_counter() - started
+
+
+def _bare(image: str) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", image, "--version"], check=True, capture_output=True
+    )
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5, help="warm launches (and bare runs)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of 8 in turn / 8 at once")
+    parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
+    parser.add_argument("--pool", type=int, default=_BATCH, help="[supervisor] warm_pool of the serve")
+    args = parser.parse_args()
+    bare: list[float] = []
+    warm: list[float] = []
+    in_turn: list[float] = []
+    at_once: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="rt-bench-pool-", dir="/tmp") as tmp:
+        root = Path(tmp) / "proj"
+        paths, _ = init_project(root)
+        _configure(paths.config_file, args.image, args.pool)
+        needed = 1 + args.repeat + 2 * _BATCH * args.rounds
+        proposals = iter(anyio.run(_proposals, paths, needed))
+        with _serve(root):
+            _pool_ready(root)
+            _finish(_launch(root, next(proposals)))  # a warm-up
+            for _ in range(args.repeat):
+                bare.append(_bare(args.image))
+                _pool_ready(root)
+                started = time.perf_counter()
+                warm.append(_timed([_launch(root, next(proposals))], started))
+            for _ in range(args.rounds):
+                _pool_ready(root)
+                started = time.perf_counter()
+                for _ in range(_BATCH):
+                    _finish(_launch(root, next(proposals)))
+                in_turn.append(time.perf_counter() - started)
+                _pool_ready(root)
+                started = time.perf_counter()
+                at_once.append(_timed([_launch(root, next(proposals)) for _ in range(_BATCH)], started))
+    base = statistics.median(bare)
+    print(f"bare docker run --rm --network none (--version)    median {base * 1000:8.1f} ms  (n={len(bare)})")
+    median = statistics.median(warm)
+    print(f"warm oracle launch --wait, handed to serve         median {median * 1000:8.1f} ms  "
+          f"x{median / base:5.2f} of the bare run (goal <= 0.5)")  # fmt: skip
+    seq, par = statistics.median(in_turn), statistics.median(at_once)
+    print(f"{_BATCH} launches one after another (warm pool of {args.pool})    median {seq * 1000:8.1f} ms")
+    print(f"{_BATCH} launches at once                                median {par * 1000:8.1f} ms  "
+          f"throughput x{seq / par:5.2f} (goal >= 3)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""A pooled role container's wait for its launch: ready, then blocked until the supervisor claims it.
+
+``roundtable serve`` keeps a warm pool of role containers started before any launch exists. Such a
+container's runtime directory (read-only at ``/run/roundtable``) holds only two FIFOs, no token and
+no socket: :data:`READY_FIFO` and :data:`GO_FIFO`. :func:`wait_for_claim`, called first thing by the
+runner, sees the go FIFO, imports what the runner will need (the MCP client stack and the
+providers: the costly part of a start), says ``ready`` on the ready FIFO and blocks reading the go
+FIFO. The supervisor holds both FIFOs open read-write, so neither open blocks and the read waits
+for data without polling. When a launch claims the container, the supervisor writes the token, binds
+the socket in the same directory and then writes :data:`GO_LINE`; the runner goes on as any launch.
+
+A FIFO is a special file: writing to it is allowed on a read-only mount, and it carries nothing but
+the two lines. A container whose directory has no go FIFO (a cold launch) returns at once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import stat
+import sys
+from pathlib import Path
+
+__all__ = ["GO_FIFO", "GO_LINE", "READY_FIFO", "READY_LINE", "wait_for_claim"]
+
+GO_FIFO = "go"
+READY_FIFO = "ready"
+GO_LINE = b"go\n"
+READY_LINE = b"ready\n"
+_DEFAULT_CHANNEL_DIR = "/run/roundtable"
+# What the runner imports once it runs: loaded while the container waits, not after the claim.
+_WARM_MODULES = (
+    "httpx2",
+    "mcp",
+    "mcp.client.streamable_http",
+    "roles.channel",
+    "roles.gateway",
+    "roles.tools",
+    "roles.providers.checks_step",
+    "roles.providers.judge",
+    "roles.providers.lexical",
+    "roles.providers.openai",
+    "anyio._core._sockets",  # what connecting to the socket loads (the names may move: best effort)
+    "queue",
+)
+
+
+def _is_fifo(path: Path) -> bool:
+    try:
+        return stat.S_ISFIFO(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def wait_for_claim(channel: Path | None = None) -> bool:
+    """Wait for the claim if this container is pooled (see the module docstring); True if it was.
+
+    Exits with status 2 (no launch channel) when the supervisor closes the go FIFO without a claim.
+    """
+    channel = channel or Path(os.environ.get("ROUNDTABLE_CHANNEL_DIR", _DEFAULT_CHANNEL_DIR))
+    go = channel / GO_FIFO
+    if not _is_fifo(go):
+        return False
+    for name in _WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+    ready = channel / READY_FIFO
+    if _is_fifo(ready):
+        fd = os.open(ready, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            os.write(fd, READY_LINE)
+        finally:
+            os.close(fd)
+    with open(go, "rb", buffering=0) as fifo:
+        line = fifo.readline()
+    if line != GO_LINE:
+        print("roles.runner: no launch channel: the pool closed without a claim", file=sys.stderr)
+        raise SystemExit(2)
+    return True

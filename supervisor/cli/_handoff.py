@@ -1,0 +1,186 @@
+"""Handing a launch to the ``roundtable serve`` running on the same project, when there is one.
+
+A running ``serve`` keeps a supervisor started, with its warm pool; a command that launches
+(``oracle launch --wait``, ``review run --wait``) asks it to run the launch instead of starting a
+supervisor of its own, and answers exactly as it would have (same result, same structured errors,
+same progress lines, one more at the start: ``handed_off``). The serve announces itself in
+:data:`SERVE_FILE` under ``.roundtable/`` (mode 0600), which names a Unix socket in the operator's
+private runtime directory; this module is the client side, and imports nothing heavy.
+
+The command trusts the file and the socket only when both belong to this user and nobody else may
+use them (the file 0600, the socket not open to group or others, neither a symlink); otherwise it
+says so on stderr and runs the launch itself. A file whose socket nobody listens on is left by a serve
+that died: it is removed, and the command runs the launch itself. The serve, for its part, serves
+only peers of its own user (``SO_PEERCRED``).
+
+The protocol is JSON lines: one request ``{"op", "args"}``; then ``{"phase", "details"}`` lines as the
+launch progresses and one ``{"result": ...}`` or ``{"error": {"code", "message"}}`` line. Closing the
+connection cancels the launch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import stat
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from store.errors import InternalError
+
+__all__ = [
+    "SERVE_FILE",
+    "STATE_DIR",
+    "HandoffTarget",
+    "find_serve",
+    "hand_off",
+    "raise_error_body",
+    "state_dir_of",
+]
+
+SERVE_FILE = "serve.json"
+"""The file under ``.roundtable/`` naming the serve's hand-off socket."""
+STATE_DIR = ".roundtable"
+"""``store``'s state directory name, repeated: finding it must not import the store's configuration."""
+_MAX_LINE = 16 * 1024 * 1024
+
+Reporter = Callable[[str, dict[str, Any]], None]
+
+
+class HandoffTarget:
+    """A live serve's hand-off socket, as its file named it."""
+
+    def __init__(self, file: Path, socket_path: Path, pid: int):
+        self.file = file
+        self.socket_path = socket_path
+        self.pid = pid
+
+
+def _private(path: Path, kind: int, what: str) -> str | None:
+    """Why ``path`` may not be trusted (None when it may): a ``kind`` file of ours, no group/other bits."""
+    info = os.lstat(path)
+    if stat.S_IFMT(info.st_mode) != kind:
+        return f"{what} {path} is not a {'socket' if kind == stat.S_IFSOCK else 'regular file'}"
+    if info.st_uid != os.geteuid():
+        return f"{what} {path} belongs to uid {info.st_uid}, not to this user"
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        return f"{what} {path} has mode {stat.S_IMODE(info.st_mode):04o}; it must be private (0600)"
+    return None
+
+
+def state_dir_of(root: str | Path | None) -> Path | None:
+    """The ``.roundtable`` directory of the project at ``root`` (else found from the working
+    directory up, as the store finds it), or None when there is none (the command then fails as
+    usual, in-process)."""
+    if root is not None:
+        candidate = Path(root).resolve() / STATE_DIR
+        return candidate if candidate.is_dir() else None
+    here = Path.cwd().resolve()
+    for directory in (here, *here.parents):
+        if (directory / STATE_DIR).is_dir():
+            return directory / STATE_DIR
+    return None
+
+
+def find_serve(state_dir: Path, *, warn: Callable[[str], None] | None = None) -> HandoffTarget | None:
+    """The serve announced in ``state_dir``, or None: no file, an untrusted one (``warn`` says why),
+    or a stale one (removed)."""
+    warn = warn or _stderr
+    file = state_dir / SERVE_FILE
+    try:
+        problem = _private(file, stat.S_IFREG, "the serve file")
+        if problem is None:
+            announced = json.loads(file.read_text(encoding="utf-8"))
+            socket_path = Path(str(announced["socket"]))
+            pid = int(announced["pid"])
+            problem = _private(socket_path, stat.S_IFSOCK, "the hand-off socket")
+    except FileNotFoundError:
+        if not file.exists():
+            return None
+        _remove_stale(file, None)  # the file names a socket that is gone: its serve died
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        warn(f"ignoring {file}: {exc}; running the launch in this process")
+        return None
+    if problem is not None:
+        warn(f"not handing the launch to roundtable serve: {problem}; running it in this process")
+        return None
+    return HandoffTarget(file, socket_path, pid)
+
+
+def _stderr(message: str) -> None:
+    sys.stderr.write(f"roundtable: {message}\n")
+    sys.stderr.flush()
+
+
+def _remove_stale(file: Path, socket_path: Path | None) -> None:
+    """Remove a dead serve's file, unless a new serve has replaced it meanwhile."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        named = Path(str(json.loads(file.read_text(encoding="utf-8"))["socket"]))
+        if socket_path is None and named.exists():
+            return
+        if socket_path is not None and named != socket_path:
+            return
+        file.unlink()
+
+
+def _connect(target: HandoffTarget) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(target.socket_path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        sock.close()
+        _remove_stale(target.file, target.socket_path)  # nobody listens: a serve that died left it
+        return None
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def raise_error_body(body: dict[str, Any]) -> None:
+    """Raise the :class:`RoundtableError` an ``{"code", "message"[, "details"]}`` body describes."""
+    from store.errors import error_classes
+
+    code = str(body.get("code", "internal"))
+    by_code = {cls.code: cls for cls in error_classes()}
+    cls = by_code.get(code, InternalError)
+    error = cls(str(body.get("message", "")), details=body.get("details") or None)
+    raise error
+
+
+def hand_off(
+    state_dir: Path | None, op: str, args: dict[str, Any], on_phase: Reporter
+) -> dict[str, Any] | None:
+    """Run ``op`` on the serve of ``state_dir`` and return its result; None when no serve runs there.
+
+    ``on_phase`` receives ``handed_off`` first, then every phase the serve reports; an error the serve
+    answers is raised here as itself (the same code and message as in-process)."""
+    target = None if state_dir is None else find_serve(state_dir)
+    if target is None:
+        return None
+    sock = _connect(target)
+    if sock is None:
+        return None
+    with sock, sock.makefile("rwb") as stream:
+        on_phase("handed_off", {"serve_pid": target.pid})
+        stream.write(json.dumps({"op": op, "args": args}).encode() + b"\n")
+        stream.flush()
+        while True:
+            line = stream.readline(_MAX_LINE)
+            if not line:
+                raise InternalError(f"roundtable serve (pid {target.pid}) closed the hand-off mid-launch")
+            message = json.loads(line)
+            if "phase" in message:
+                on_phase(str(message["phase"]), dict(message.get("details") or {}))
+            elif "result" in message:
+                result: dict[str, Any] = message["result"]
+                return result
+            elif "error" in message:
+                raise_error_body(message["error"])
+            else:
+                raise InternalError(f"roundtable serve answered an unknown line: {line[:200]!r}")
