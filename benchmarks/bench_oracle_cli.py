@@ -13,8 +13,11 @@ phase, with the time since the process started): start-up until ``requested`` (i
 supervisor start), ``requested`` to ``running`` (grant, socket, create, start), ``running`` to
 ``stopped`` (the runner in the container: its imports, the MCP handshake, the judge's calls),
 ``stopped`` to ``ended`` (inspect, logs, remove), ``ended`` to the answer (warnings, clean-up),
-and prints the medians. Usage: ``python -m benchmarks.bench_oracle_cli [--repeat N]``; needs the
-Docker engine and the role image.
+and prints the medians. ``--image TAG`` (repeatable) runs the launch once per image in each
+repetition, each in its own project whose ``[roles.memory_oracle] image`` names it, so two builds of
+the role image (say, before and after a change) are compared in the same run against the same bare
+run of ``roundtable-role:<version>``. Usage: ``python -m benchmarks.bench_oracle_cli [--repeat N]
+[--image TAG ...]``; needs the Docker engine and the role image(s).
 """
 
 from __future__ import annotations
@@ -79,53 +82,70 @@ def _timed_launch(root: Path, proposal_id: str) -> tuple[float, dict[str | None,
     return time.perf_counter() - start, seen
 
 
-def main() -> None:
-    """Run the benchmark and print its figures."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
-    image = f"roundtable-role:{package_version()}"
-    bare: list[float] = []
-    launch: list[float] = []
-    segments: dict[str, list[float]] = defaultdict(list)
-    with tempfile.TemporaryDirectory(prefix="rt-bench-cli-") as tmp:
-        root = Path(tmp) / "proj"
-        root.mkdir()
-        _cli(root, "init")
-        patch = Path(tmp) / "demo.patch"
-        patch.write_text(DEMO_PATCH)
-        title = "All SQL goes through the query builder"
-        _cli(root, "memory", "record", "--scope", "project", "--kind", "decision",
-             "--title", title, "--body", "Never build SQL by hand.")  # fmt: skip
-        task = _cli(root, "task", "create", "--title", "bench")["task"]
-        assert isinstance(task, dict)
-        for index in range(args.repeat + 1):  # the first is a warm-up
-            proposal_id = _proposal(root, patch, str(task["id"]))
-            start = time.perf_counter()
-            subprocess.run(["docker", "run", "--rm", "--network", "none", image, "--version"],
-                           check=True, capture_output=True)  # fmt: skip
-            bare_s = time.perf_counter() - start
-            launch_s, marks = _timed_launch(root, proposal_id)
-            if not index:
-                continue
-            bare.append(bare_s)
-            launch.append(launch_s)
-            for label, begin, end in _SEGMENTS:
-                began = 0.0 if begin is None else marks.get(begin)
-                stop = launch_s if end is None else marks.get(end)
-                if began is not None and stop is not None:
-                    segments[label].append(stop - began)
-    base = statistics.median(bare)
-    print(f"bare docker run --rm --network none (--version)  median {base * 1000:8.1f} ms  (n={len(bare)})")
+def _project(root: Path, patch: Path, image: str) -> str:
+    """A project at ``root`` whose oracle runs ``image``, with one decision; its task's ID."""
+    root.mkdir()
+    _cli(root, "init")
+    config = root / ".roundtable" / "config.toml"
+    default = f'image = "roundtable-role:{package_version()}"'
+    config.write_text(config.read_text().replace(default, f'image = "{image}"', 1))
+    title = "All SQL goes through the query builder"
+    _cli(root, "memory", "record", "--scope", "project", "--kind", "decision",
+         "--title", title, "--body", "Never build SQL by hand.")  # fmt: skip
+    task = _cli(root, "task", "create", "--title", "bench")["task"]
+    assert isinstance(task, dict)
+    return str(task["id"])
+
+
+def _report(image: str, launch: list[float], segments: dict[str, list[float]], base: float) -> None:
     median = statistics.median(launch)
-    print(
-        f"roundtable oracle launch --wait (a new process)   median {median * 1000:8.1f} ms"
-        f"  x{median / base:5.2f}"
-    )
+    print(f"roundtable oracle launch --wait, image {image} (a new process)")
+    print(f"  {'the whole command':<46} median {median * 1000:8.1f} ms  x{median / base:5.2f} of bare run")
     for label, _, _ in _SEGMENTS:
         if segments[label]:
             part = statistics.median(segments[label])
             print(f"  {label:<46} median {part * 1000:8.1f} ms  x{part / base:5.2f} of bare run")
+
+
+def main() -> None:
+    """Run the benchmark and print its figures."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--image", action="append", help="a role image to launch (default: the version's)")
+    args = parser.parse_args()
+    default_image = f"roundtable-role:{package_version()}"
+    images: list[str] = args.image or [default_image]
+    bare: list[float] = []
+    launch: dict[str, list[float]] = defaultdict(list)
+    segments: dict[str, dict[str, list[float]]] = {image: defaultdict(list) for image in images}
+    with tempfile.TemporaryDirectory(prefix="rt-bench-cli-") as tmp:
+        patch = Path(tmp) / "demo.patch"
+        patch.write_text(DEMO_PATCH)
+        projects = {image: (Path(tmp) / f"proj{n}", "") for n, image in enumerate(images)}
+        for image, (root, _) in projects.items():
+            projects[image] = (root, _project(root, patch, image))
+        for index in range(args.repeat + 1):  # the first is a warm-up
+            start = time.perf_counter()
+            subprocess.run(["docker", "run", "--rm", "--network", "none", default_image, "--version"],
+                           check=True, capture_output=True)  # fmt: skip
+            bare_s = time.perf_counter() - start
+            for image, (root, task_id) in projects.items():
+                launch_s, marks = _timed_launch(root, _proposal(root, patch, task_id))
+                if not index:
+                    continue
+                launch[image].append(launch_s)
+                for label, begin, end in _SEGMENTS:
+                    began = 0.0 if begin is None else marks.get(begin)
+                    stop = launch_s if end is None else marks.get(end)
+                    if began is not None and stop is not None:
+                        segments[image][label].append(stop - began)
+            if index:
+                bare.append(bare_s)
+    base = statistics.median(bare)
+    print(f"bare docker run --rm --network none {default_image} --version: median {base * 1000:.1f} ms"
+          f" (n={len(bare)})")  # fmt: skip
+    for image in images:
+        _report(image, launch[image], segments[image], base)
 
 
 if __name__ == "__main__":
