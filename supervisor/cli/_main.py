@@ -15,11 +15,7 @@ holds the line.
 from __future__ import annotations
 
 import argparse
-import atexit
-import contextlib
-import os
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -115,35 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-_HEAVY_STACKS = ("mcp", "docker", "uvicorn")
-"""Top-level packages whose modules make the interpreter's own teardown slow."""
-
-
 def run() -> NoReturn:
     """Console-script entry point."""
-    code = main()
-    if any(name in sys.modules for name in _HEAVY_STACKS):
-        exit_without_teardown(code)
-    sys.exit(code)
-
-
-def exit_without_teardown(code: int) -> NoReturn:
-    """End the process as ``sys.exit`` would, minus the interpreter's teardown of its modules.
-
-    A command that loaded the servers or Docker (``oracle launch``, ``serve``, ...) holds a thousand
-    modules and their pydantic models; finalising them all took longer than the launch's clean-up
-    (``benchmarks/bench_oracle_cli.py``). The process is ending, so that work frees nothing. What a
-    normal exit does that matters still happens, in its order: non-daemon threads are joined (with
-    the callbacks registered for that moment, such as ``concurrent.futures``'), ``atexit`` handlers
-    run (logging's flush among them), the standard streams are flushed; then ``os._exit``.
-    """
-    shutdown = getattr(threading, "_shutdown", None)  # what Py_Finalize calls first (CPython)
-    if shutdown is not None:
-        shutdown()
-    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
-    if run_exitfuncs is not None:
-        run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe or stream: nothing reaches it
-            stream.flush()
-    os._exit(code)
+    sys.exit(main())
