@@ -3,7 +3,10 @@
 Every program in the role image (the runner, the test reviewer, the MCP bridge for
 bring-your-own agents) connects the same way: read the token from the read-only token file, check
 that the supervisor accepts it, then speak MCP streamable HTTP over the socket with the token in
-the ``Authorization`` header. :func:`open_channel` does exactly that, once.
+the ``Authorization`` header. :func:`open_channel` does exactly that, once, with the SDK's
+``mcp.Client`` (the bridge passes any of MCP through); :func:`open_tool_channel` does it with the
+lean client of :mod:`roles._mcp_http` over :mod:`roles._unix_http` (tools only, about a second
+less to import), for the runner and the test reviewer, and lists the tools as its first request.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ if TYPE_CHECKING:
     import httpx2
     from mcp import Client
 
+    from roles._mcp_http import McpHttpClient, Tool
+
 __all__ = [
     "DEFAULT_CHANNEL_DIR",
     "EXIT_NO_CHANNEL",
@@ -26,7 +31,10 @@ __all__ = [
     "Channel",
     "ChannelError",
     "ChannelPaths",
+    "ToolChannel",
+    "http_client",
     "open_channel",
+    "open_tool_channel",
 ]
 
 EXIT_NO_CHANNEL = 2
@@ -81,19 +89,55 @@ class Channel:
     http: httpx2.AsyncClient
 
 
-@asynccontextmanager
-async def open_channel(paths: ChannelPaths, *, request_seconds: float = 300) -> AsyncIterator[Channel]:
-    """Connect to the launch's MCP server as its grant; :class:`ChannelError` if it refuses the token."""
+@dataclass(frozen=True)
+class ToolChannel:
+    """An open channel with the lean client: the tools it listed and the client."""
+
+    tools: list[Tool]
+    client: McpHttpClient
+
+
+def http_client(paths: ChannelPaths, request_seconds: float = 300) -> httpx2.AsyncClient:
+    """An ``httpx2`` client on the launch socket with the grant's token (:class:`ChannelError` first):
+    under the SDK's MCP client, and the model gateway's client."""
     import httpx2
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
 
     token = paths.read_token()
     transport = httpx2.AsyncHTTPTransport(uds=str(paths.socket))
     headers = {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(
+    return httpx2.AsyncClient(
         transport=transport, base_url="http://localhost", headers=headers, timeout=request_seconds
-    ) as http:
+    )
+
+
+@asynccontextmanager
+async def open_tool_channel(
+    paths: ChannelPaths, *, client_version: str = "0", request_seconds: float = 300
+) -> AsyncIterator[ToolChannel]:
+    """Connect with the lean client and list the tools; :class:`ChannelError` if the token is refused."""
+    from roles._mcp_http import McpHttpClient, Unauthorized
+    from roles._unix_http import UnixHttpClient
+
+    token = paths.read_token()
+    headers = {"Authorization": f"Bearer {token}"}
+    async with UnixHttpClient(paths.socket, headers=headers, timeout=request_seconds) as http:
+        client = McpHttpClient(http, client_version=client_version)
+        try:
+            tools = await client.list_tools()
+        except Unauthorized:
+            raise ChannelError(
+                EXIT_NO_GRANT, "no grant: the supervisor refused this launch's token"
+            ) from None
+        yield ToolChannel(tools, client)
+
+
+@asynccontextmanager
+async def open_channel(paths: ChannelPaths, *, request_seconds: float = 300) -> AsyncIterator[Channel]:
+    """Connect to the launch's MCP server as its grant; :class:`ChannelError` if it refuses the token."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with http_client(paths, request_seconds) as http:
         probe = await http.post("/mcp", json={})
         if probe.status_code == 401:
             raise ChannelError(EXIT_NO_GRANT, "no grant: the supervisor refused this launch's token")

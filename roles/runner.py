@@ -1,8 +1,9 @@
 """Entry point of the role image: ``python -m roles.runner``.
 
 Inside a role container the runner finds its launch channel in the read-only per-launch mount:
-the Unix socket served by the supervisor and the grant's token file. It connects with the real
-``mcp`` client (streamable HTTP over the socket, the token in the ``Authorization`` header),
+the Unix socket served by the supervisor and the grant's token file. It connects with the lean MCP
+client of :mod:`roles._mcp_http` (streamable HTTP over the socket, the token in the
+``Authorization`` header; the SDK's client costs more to import than the container costs to start),
 lists its tools, runs the configured provider, and prints one JSON line with what it did.
 
 Exit status: 0 done; 2 no launch channel (no socket); 3 no grant (no token file, or the
@@ -21,8 +22,8 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -33,7 +34,8 @@ from roles.channel import (
     EXIT_NO_GRANT,
     ChannelError,
     ChannelPaths,
-    open_channel,
+    http_client,
+    open_tool_channel,
 )
 from roles.providers import PROVIDER_NAMES
 
@@ -50,12 +52,34 @@ __all__ = [
 EXIT_PROVIDER_FAILED = 4
 
 
+def _installed_version() -> str | None:
+    """The version in the name of the ``roundtable_role-<version>.dist-info`` directory beside ``roles``.
+
+    What ``importlib.metadata`` would find in the role image, for a directory listing instead of its
+    imports (about a tenth of a second in the container, paid by every launch).
+    """
+    site = Path(__file__).resolve().parent.parent
+    try:
+        names = os.listdir(site)
+    except OSError:
+        return None
+    for name in names:
+        if name.startswith("roundtable_role-") and name.endswith(".dist-info"):
+            return name.removeprefix("roundtable_role-").removesuffix(".dist-info")
+    return None
+
+
 def role_version() -> str:
     """The version of the installed runner, or ``0+unknown`` outside an install.
 
     The role image installs ``roles`` as the ``roundtable-role`` distribution; a host install has it
     inside ``roundtable``. Both carry the roundtable version.
     """
+    installed = _installed_version()
+    if installed is not None:
+        return installed
+    from importlib.metadata import PackageNotFoundError, version
+
     for distribution in ("roundtable-role", "roundtable"):
         try:
             return version(distribution)
@@ -89,10 +113,21 @@ def _provider_failed(provider: str, reason: str, message: str) -> _RunnerError:
     return _RunnerError(EXIT_PROVIDER_FAILED, f"provider {provider} failed: {reason}: {message}", report)
 
 
+class _VersionAction(argparse.Action):
+    """``--version``, with the version looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="show the version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(f"roundtable-role {role_version()}")
+        parser.exit()
+
+
 def _config(argv: Sequence[str] | None) -> RunnerConfig:
     channel = Path(os.environ.get("ROUNDTABLE_CHANNEL_DIR", str(DEFAULT_CHANNEL_DIR)))
     parser = argparse.ArgumentParser(prog="roles.runner", description="Roundtable role runner.")
-    parser.add_argument("--version", action="version", version=f"roundtable-role {role_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--socket", type=Path, default=channel / "mcp.sock", help="the launch socket")
     parser.add_argument("--token-file", type=Path, default=channel / "token", help="the grant's token file")
     parser.add_argument(
@@ -105,32 +140,38 @@ def _config(argv: Sequence[str] | None) -> RunnerConfig:
 
 
 async def _run(config: RunnerConfig) -> dict[str, object]:
-    from roles.gateway import SocketChatGateway
-    from roles.providers.checks_step import run_checks
-    from roles.providers.judge import run_judge
-    from roles.providers.lexical import run_lexical
-    from roles.providers.openai import GatewayRefused, ToolDescription, run_openai
+    # Only the configured provider's modules: a judge launch loads neither the model gateway's nor
+    # the lexical baseline's.
+    from roles.providers.openai import GatewayRefused
     from roles.tools import McpToolCaller, ToolCallError
 
-    async with open_channel(ChannelPaths(config.socket, config.token_file)) as channel:
-        listed = (await channel.client.list_tools()).tools
+    paths = ChannelPaths(config.socket, config.token_file)
+    async with open_tool_channel(paths, client_version=role_version()) as channel:
+        listed = channel.tools
         caller = McpToolCaller(channel.client)
         try:
-            checked = [] if config.provider == "judge" else await run_checks(caller)
+            checked: list[dict[str, Any]] = []
+            if config.provider != "judge":  # the judge evaluates checks itself
+                from roles.providers.checks_step import run_checks
+
+                checked = await run_checks(caller)
             if config.provider == "openai":
-                available = [
-                    ToolDescription(t.name, t.description or "", dict(t.input_schema)) for t in listed
-                ]
-                report = await run_openai(
-                    caller,
-                    SocketChatGateway(channel.http),
-                    available,
-                    max_turns=config.max_turns,
-                    model=config.model,
-                )
+                from roles.gateway import SocketChatGateway
+                from roles.providers.openai import ToolDescription, run_openai
+
+                available = [ToolDescription(t.name, t.description or "", t.input_schema) for t in listed]
+                async with http_client(paths) as http:
+                    gateway = SocketChatGateway(http)
+                    report = await run_openai(
+                        caller, gateway, available, max_turns=config.max_turns, model=config.model
+                    )
             elif config.provider == "judge":
+                from roles.providers.judge import run_judge
+
                 report = await run_judge(caller)
             else:
+                from roles.providers.lexical import run_lexical
+
                 report = await run_lexical(caller)
             report.warnings[:0] = checked
         except GatewayRefused as exc:

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from roles.channel import DEFAULT_CHANNEL_DIR, ChannelError, ChannelPaths, open_channel
+from roles.channel import DEFAULT_CHANNEL_DIR, ChannelError, ChannelPaths, open_tool_channel
 from roles.test_reviewer._sandbox import (
     CommandResult,
     WorkspaceRefused,
@@ -174,12 +174,12 @@ async def _require_version(caller: McpToolCaller, manifest: Manifest) -> None:
 
 
 async def _check(paths: ChannelPaths, manifest: Manifest) -> None:
-    async with open_channel(paths) as channel:
+    async with open_tool_channel(paths) as channel:
         await _require_version(McpToolCaller(channel.client), manifest)
 
 
 async def _vote(paths: ChannelPaths, manifest: Manifest, vote: str, reason_md: str) -> None:
-    async with open_channel(paths) as channel:
+    async with open_tool_channel(paths) as channel:
         caller = McpToolCaller(channel.client)
         await _require_version(caller, manifest)  # again: a new version may have come meanwhile
         arguments = {"proposal_id": manifest.proposal_id, "vote": vote, "reason_md": reason_md}
