@@ -3,7 +3,7 @@
 ``roundtable serve`` keeps a warm pool of role containers started before any launch exists. Such a
 container's runtime directory (read-only at ``/run/roundtable``) holds only two FIFOs, no token and
 no socket: :data:`READY_FIFO` and :data:`GO_FIFO`. :func:`wait_for_claim`, called first thing by the
-runner, sees the go FIFO, imports what the runner will need (the MCP client stack and the
+runner, sees the go FIFO, imports what the runner will need (its MCP client and the
 providers: the costly part of a start), says ``ready`` on the ready FIFO and blocks reading the go
 FIFO. The supervisor holds both FIFOs open read-write, so neither open blocks and the read waits
 for data without polling. When a launch claims the container, the supervisor writes the token, binds
@@ -30,9 +30,8 @@ READY_LINE = b"ready\n"
 _DEFAULT_CHANNEL_DIR = "/run/roundtable"
 # What the runner imports once it runs: loaded while the container waits, not after the claim.
 _WARM_MODULES = (
-    "httpx2",
-    "mcp",
-    "mcp.client.streamable_http",
+    "roles._mcp_http",
+    "roles._unix_http",
     "roles.channel",
     "roles.gateway",
     "roles.tools",
