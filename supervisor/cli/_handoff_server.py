@@ -24,6 +24,7 @@ import anyio.abc
 import structlog
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from store import parse_json
 from store.errors import Forbidden, InternalError, InvalidArgument, RoundtableError, error_body
 from supervisor._supervisor import Supervisor
 from supervisor.cli._handoff import SERVE_FILE
@@ -102,17 +103,30 @@ def _peer_uid(stream: anyio.abc.SocketStream) -> int:
 
 
 async def _serve_one(supervisor: Supervisor, stream: anyio.abc.SocketStream) -> None:
+    """Answer one connection; whatever goes wrong with it is logged, never lets the service fall."""
+    try:
+        await _answer(supervisor, stream)
+    except Exception:
+        # A peer that vanished, or a bug in one request, must not take down ``roundtable serve``
+        # (the listener's task group would otherwise end the whole service).
+        _log.exception("handoff_connection_failed")
+
+
+async def _answer(supervisor: Supervisor, stream: anyio.abc.SocketStream) -> None:
     async with stream:
 
         async def send(message: dict[str, Any]) -> None:
-            await stream.send(json.dumps(message, default=str).encode() + b"\n")
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                await stream.send(json.dumps(message, default=str).encode() + b"\n")
 
         if _peer_uid(stream) != os.geteuid():
             await send(error_body(Forbidden("the hand-off socket serves its own user only")))
             return
         reader = BufferedByteReceiveStream(stream)
         try:
-            request = json.loads(await reader.receive_until(b"\n", _MAX_REQUEST))
+            request = parse_json("the hand-off request", await reader.receive_until(b"\n", _MAX_REQUEST))
+            if not isinstance(request, dict):
+                raise InvalidArgument("the hand-off request is not a JSON object")
             operation = OPERATIONS.get(str(request.get("op")))
             args = request.get("args")
             if operation is None or not isinstance(args, dict):
@@ -125,8 +139,7 @@ async def _serve_one(supervisor: Supervisor, stream: anyio.abc.SocketStream) -> 
             return
 
         async def report(phase: str, details: dict[str, Any]) -> None:
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await send({"phase": phase, "details": details})
+            await send({"phase": phase, "details": details})
 
         async with anyio.create_task_group() as group:
 
@@ -146,8 +159,7 @@ async def _serve_one(supervisor: Supervisor, stream: anyio.abc.SocketStream) -> 
                 answer = error_body(
                     InternalError(f"unexpected error in roundtable serve: {type(exc).__name__}")
                 )
-            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                await send(answer)
+            await send(answer)
             group.cancel_scope.cancel()
 
 
