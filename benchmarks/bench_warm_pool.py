@@ -81,7 +81,7 @@ def _serve(root: Path) -> Iterator[subprocess.Popen[str]]:
     assert serve.stderr is not None
     try:
         for line in serve.stderr:
-            if line.startswith("serving MCP at"):
+            if line.startswith("serving "):  # the banner's first line
                 break
         else:
             raise SystemExit(f"roundtable serve ended (status {serve.wait()})")

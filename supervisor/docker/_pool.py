@@ -81,6 +81,9 @@ class PooledContainer:
     ready: anyio.Event = field(default_factory=anyio.Event)
     gone: anyio.Event = field(default_factory=anyio.Event)
     docker: DockerClient | None = field(default=None, repr=False)
+    filling: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
+    """The scope of the pool's task that starts this container: evicting a starting one cancels it,
+    and that task removes what it started (so nothing closes its FIFOs under it)."""
     _fds: list[int] = field(default_factory=list, repr=False)
 
     async def wait_ready(self) -> bool:
@@ -235,7 +238,10 @@ class WarmPool:
             return False
         for slot in self.idle[::-1]:  # a starting one before a ready one
             slot.claimed = True  # nobody else may take it
-            self._group.start_soon(self._discard, slot)
+            if slot.ready.is_set():
+                self._group.start_soon(self._discard, slot)
+            else:
+                slot.filling.cancel()  # its fill task removes what it started
             self._release(slot)
             return True
         return False
@@ -247,6 +253,10 @@ class WarmPool:
             self.poke()
 
     async def _fill(self, slot: PooledContainer) -> None:
+        with slot.filling:  # cancelled alone when the slot is evicted while it starts
+            await self._fill_slot(slot)
+
+    async def _fill_slot(self, slot: PooledContainer) -> None:
         log = _log.bind(slot_id=slot.slot_id)
         try:
             ready = False
@@ -260,6 +270,8 @@ class WarmPool:
                 ready = await self._await_ready(slot)
             except (OSError, RoundtableError) as exc:
                 log.warning("pool_fill_failed", error=str(exc))
+            except Exception:  # one slot's surprise must never end the pool (nor the service)
+                log.exception("pool_fill_failed")
             if ready and not slot.gone.is_set():
                 self._failures = 0
                 slot.ready.set()

@@ -210,6 +210,22 @@ async def test_pooled_containers_count_against_max_concurrent_launches(
     assert pooled(docker_sdk, store) == []
 
 
+async def test_evicting_a_container_while_it_starts_leaves_the_pool_and_its_launches_running(
+    pool_store: Store, docker_sdk: Any
+) -> None:
+    (proposal,) = await proposals(pool_store, 1)
+    since = time.time()
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(2) as pool:
+        assert pool is not None
+        # Started but not ready yet (its runner is still importing): the fill is waiting on its FIFO.
+        await anyio.to_thread.run_sync(wait_for_pooled_start, docker_sdk, pool_store.paths.root, since)
+        assert pool.evict_idle()  # a starting one first: its fill is cancelled, and removes it
+        with anyio.fail_after(180):
+            result = await supervisor.launch_role("memory_oracle", proposal)
+        assert result.launch.status is LaunchStatus.EXITED, result.launch.to_dict(with_log=True)
+    assert pooled(docker_sdk, pool_store) == []
+
+
 # -- the hand-off to a running `roundtable serve`, with the real command in subprocesses ----------------
 
 
@@ -243,7 +259,7 @@ def serving(argv: list[str], root: Path) -> Iterator[subprocess.Popen[str]]:
     try:
         assert serve.stderr is not None
         for line in serve.stderr:
-            if line.startswith("serving MCP at"):
+            if line.startswith("serving "):  # the banner's first line
                 break
         else:
             pytest.fail(f"roundtable serve ended before it was ready (status {serve.wait()})")
