@@ -37,6 +37,8 @@ PROTOCOL_VERSION = "2026-07-28"
 """The MCP protocol version this client speaks (the SDK's latest; a test checks they agree)."""
 
 _PATH = "/mcp"
+_MAX_PAGES = 100
+"""tools/list pages followed at most (the launch server lists every tool on one)."""
 
 
 class ProtocolError(Exception):
@@ -104,7 +106,7 @@ class McpHttpClient:
         """Every tool the server lists for this token, following ``nextCursor``."""
         tools: list[Tool] = []
         cursor: str | None = None
-        while True:
+        for _page in range(_MAX_PAGES):
             params: dict[str, Any] = {} if cursor is None else {"cursor": cursor}
             result = await self.request("tools/list", params)
             for entry in result.get("tools") or []:
@@ -114,6 +116,7 @@ class McpHttpClient:
             cursor = result.get("nextCursor")
             if not cursor:
                 return tools
+        raise ProtocolError(f"tools/list: more than {_MAX_PAGES} pages")
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call ``name``; a tool's own error comes back as ``is_error``, as MCP carries it."""
@@ -189,6 +192,6 @@ def _event_data(text: str) -> Iterator[str]:
 def _decode(text: str) -> dict[str, Any]:
     try:
         message = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ProtocolError("the answer is not JSON") from None
     return message if isinstance(message, dict) else {}

@@ -4,14 +4,17 @@ The runner's MCP requests are small JSON POSTs to one server, the supervisor's, 
 HTTP client library (``httpx2``, with its URL, cookie, auth and multipart machinery) costs more to
 import in the container than the requests cost to make, so this module does just that: one
 keep-alive connection, a request with ``Content-Length``, and a response framed by
-``Content-Length``, ``Transfer-Encoding: chunked`` or the end of the connection. A request on a reused
-connection the server closed in the meantime (no byte of an answer came back) is sent once more on
-a new one. The model gateway, which only the ``openai``
-provider uses, keeps ``httpx2``.
+``Content-Length``, ``Transfer-Encoding: chunked`` or the end of the connection, at most
+:data:`MAX_BODY_BYTES`. A tool call is not idempotent, so a request is never sent twice once it may
+have reached the server: a connection idle longer than :data:`_IDLE_REUSE_SECONDS` (below the
+server's keep-alive timeout, uvicorn's 5 s) is replaced before the request rather than found closed
+after it, and only a request whose send itself failed is sent again on a new connection. The model
+gateway, which only the ``openai`` provider uses, keeps ``httpx2``.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,10 +24,15 @@ import anyio
 if TYPE_CHECKING:
     from anyio.abc import SocketStream
 
-__all__ = ["HttpError", "Response", "UnixHttpClient"]
+__all__ = ["MAX_BODY_BYTES", "HttpError", "Response", "UnixHttpClient"]
 
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The largest response body read (the server's answers are far smaller; anything bigger is an error)."""
 _MAX_HEAD_BYTES = 64 * 1024
 _CHUNK = 65536
+_IDLE_REUSE_SECONDS = 2.0
+_DECIMAL = re.compile(r"[0-9]{1,12}")
+_HEX = re.compile(r"[0-9A-Fa-f]{1,12}")
 
 
 class HttpError(Exception):
@@ -32,7 +40,7 @@ class HttpError(Exception):
 
 
 class _Closed(HttpError):
-    """The server closed the connection before answering a byte (an idle keep-alive it dropped)."""
+    """The request could not be sent: the connection was already closed (nothing reached the server)."""
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,7 @@ class _Reader:
         """Everything up to and including ``marker``."""
         while (end := self.buffer.find(marker)) < 0:
             if self.eof and not self.buffer:
-                raise _Closed("the connection was closed before a response")
+                raise HttpError("the connection was closed before a response")
             if self.eof or len(self.buffer) > limit:
                 raise HttpError("the connection ended inside a response head")
             await self._fill()
@@ -91,6 +99,8 @@ class _Reader:
     async def rest(self) -> bytes:
         """Everything until the end of the connection."""
         while not self.eof:
+            if len(self.buffer) > MAX_BODY_BYTES:
+                raise HttpError(f"the response body is larger than {MAX_BODY_BYTES} bytes")
             await self._fill()
         data = bytes(self.buffer)
         self.buffer.clear()
@@ -105,6 +115,7 @@ class UnixHttpClient:
         self.headers = {"Host": "localhost", **headers}
         self.timeout = timeout
         self._reader: _Reader | None = None
+        self._idle_since = 0.0
 
     async def __aenter__(self) -> UnixHttpClient:
         return self
@@ -124,14 +135,21 @@ class UnixHttpClient:
         head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
         request = head.encode("latin-1") + content
         with anyio.fail_after(self.timeout):
+            if self._reader is not None and anyio.current_time() - self._idle_since > _IDLE_REUSE_SECONDS:
+                await self.aclose()  # the server may be closing it now: never learn that after the send
             reused = self._reader is not None
             try:
-                return await self._exchange(request)
-            except HttpError as exc:
+                response = await self._exchange(request)
+            except _Closed:
                 await self.aclose()
-                if not (reused and isinstance(exc, _Closed)):
+                if not reused:
                     raise
-            return await self._exchange(request)  # the server had closed the idle connection: once more
+                response = await self._exchange(request)  # it never left: once more, on a new connection
+            except HttpError:
+                await self.aclose()
+                raise
+            self._idle_since = anyio.current_time()
+            return response
 
     async def _exchange(self, request: bytes) -> Response:
         if self._reader is None:
@@ -148,7 +166,7 @@ class UnixHttpClient:
         if headers.get("transfer-encoding", "").lower() == "chunked":
             body = await _chunked(reader)
         elif "content-length" in headers:
-            body = await reader.exactly(int(headers["content-length"]))
+            body = await reader.exactly(_size(headers["content-length"], _DECIMAL, 10))
         else:
             body = await reader.rest()
             headers["connection"] = "close"
@@ -160,7 +178,7 @@ class UnixHttpClient:
 def _head(data: bytes) -> tuple[int, dict[str, str]]:
     lines = data.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)
-    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not re.fullmatch(r"[0-9]{3}", parts[1]):
         raise HttpError(f"not an HTTP/1.1 status line: {lines[0][:80]!r}")
     headers: dict[str, str] = {}
     for line in lines[1:]:
@@ -174,13 +192,19 @@ async def _chunked(reader: _Reader) -> bytes:
     body = bytearray()
     while True:
         size_line = (await reader.until(b"\r\n")).split(b";", 1)[0].strip()
-        try:
-            size = int(size_line, 16)
-        except ValueError:
-            raise HttpError(f"bad chunk size {size_line[:20]!r}") from None
+        size = _size(size_line.decode("latin-1"), _HEX, 16)
+        if len(body) + size > MAX_BODY_BYTES:
+            raise HttpError(f"the response body is larger than {MAX_BODY_BYTES} bytes")
         if size == 0:
             while await reader.until(b"\r\n") != b"\r\n":  # trailers, then the empty line
                 pass
             return bytes(body)
         body += await reader.exactly(size)
         await reader.exactly(2)
+
+
+def _size(text: str, pattern: re.Pattern[str], base: int) -> int:
+    """A framing size: plain digits only (no sign, no underscores, no prefix), at most the body cap."""
+    if not pattern.fullmatch(text) or (size := int(text, base)) > MAX_BODY_BYTES:
+        raise HttpError(f"bad body size {text[:20]!r}")
+    return size

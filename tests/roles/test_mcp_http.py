@@ -151,3 +151,57 @@ async def test_an_answer_cut_short_is_an_error_not_a_retry(tmp_path: Path) -> No
             with pytest.raises(HttpError):
                 await http.post("/mcp", b"{}", {})
     assert len(seen) == 1
+
+
+async def test_a_request_that_reached_the_server_is_never_sent_twice(tmp_path: Path) -> None:
+    """A tool call is not idempotent: the server read the second request and closed without an
+    answer; the client reports it and does not send it again (one connection, two requests)."""
+    socket = tmp_path / "s.sock"
+    seen: list[bytes] = []
+    connections: list[int] = []
+
+    async def server() -> None:
+        listener = await anyio.create_unix_listener(socket)
+        async with listener:
+            while True:
+                stream = await listener.accept()
+                connections.append(1)
+                async with stream:
+                    seen.append(await stream.receive())
+                    await stream.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    seen.append(await stream.receive())  # read, then gone without a word
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(server)
+        await anyio.wait_all_tasks_blocked()
+        async with UnixHttpClient(socket, headers={}, timeout=10) as http:
+            assert (await http.post("/mcp", b"{}", {})).content == b"ok"
+            with pytest.raises(HttpError):
+                await http.post("/mcp", b'{"call": 1}', {})
+        group.cancel_scope.cancel()
+    assert len(seen) == 2 and seen[1].endswith(b'{"call": 1}') and len(connections) == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1_0\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nContent-Length: five\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\nhello",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\nx\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFF\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 \xc2\xb2\xc2\xb2\xc2\xb2 OK\r\nContent-Length: 0\r\n\r\n",
+    ],
+)
+async def test_a_hostile_framing_is_an_http_error(tmp_path: Path, answer: bytes) -> None:
+    socket = tmp_path / "s.sock"
+    seen: list[bytes] = []
+    async with anyio.create_task_group() as group:
+        group.start_soon(_raw_server, socket, [answer], seen)
+        await anyio.wait_all_tasks_blocked()
+        async with UnixHttpClient(socket, headers={}, timeout=10) as http:
+            with pytest.raises(HttpError):
+                await http.post("/mcp", b"{}", {})
