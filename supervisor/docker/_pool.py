@@ -52,6 +52,7 @@ _UNCLAIMED = "unclaimed"
 _READY_SECONDS = 120.0
 _MAX_FAILURES = 3
 _DISABLED = "pooled containers end before their claim; is the role image current (roundtable image build)?"
+_UNREACHABLE = "the Docker engine could not start pooled containers (see last_error); launches run cold"
 _log = structlog.get_logger("roundtable.pool")
 
 
@@ -259,7 +260,7 @@ class WarmPool:
     async def _fill_slot(self, slot: PooledContainer) -> None:
         log = _log.bind(slot_id=slot.slot_id)
         try:
-            ready = False
+            ready, failure = False, ""
             try:
                 slot.rundir = await anyio.to_thread.run_sync(self._prepare, slot)
                 # No token yet: the container's spec redacts nothing, for it has no secret.
@@ -270,8 +271,10 @@ class WarmPool:
                 ready = await self._await_ready(slot)
             except (OSError, RoundtableError) as exc:
                 log.warning("pool_fill_failed", error=str(exc))
-            except Exception:  # one slot's surprise must never end the pool (nor the service)
+                failure = str(exc)
+            except Exception as exc:  # one slot's surprise must never end the pool (nor the service)
                 log.exception("pool_fill_failed")
+                failure = type(exc).__name__
             if ready and not slot.gone.is_set():
                 self._failures = 0
                 slot.ready.set()
@@ -280,7 +283,10 @@ class WarmPool:
             if not slot.claimed:
                 self._failures += 1
                 if self.disabled:
-                    log.error("pool_disabled", reason=_DISABLED)
+                    # The engine's own error, when there is one, says more than the usual cause.
+                    log.error(
+                        "pool_disabled", reason=_UNREACHABLE if failure else _DISABLED, last_error=failure
+                    )
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._discard(slot)
