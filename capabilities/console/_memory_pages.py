@@ -29,7 +29,7 @@ __all__ = ["memory_page", "memory_search_page"]
 def _entry_rows(items: list[dict[str, Any]]) -> list[Markup]:
     return [
         html(
-            '<tr><td>$link</td><td><span class="token">$scope</span></td><td>$kind</td><td>$status</td>'
+            '<tr><td>$link</td><td><span class="token mono">$scope</span></td><td>$kind</td><td>$status</td>'
             "<td>$rev</td><td>$at</td></tr>",
             link=memory_link(m["id"], m["title"]),
             scope=m["scope"],
