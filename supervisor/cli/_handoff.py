@@ -25,6 +25,7 @@ import json
 import os
 import socket
 import stat
+import struct
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -139,7 +140,25 @@ def _connect(target: HandoffTarget) -> socket.socket | None:
     except OSError:
         sock.close()
         raise
+    # The path was checked before the connect; the peer is checked after it: whatever sits at that
+    # path by then, only the announced serve, running as this user, gets the launch.
+    problem = _peer_problem(sock, target)
+    if problem is not None:
+        sock.close()
+        _stderr(f"not handing the launch to roundtable serve: {problem}; running it in this process")
+        return None
     return sock
+
+
+def _peer_problem(sock: socket.socket, target: HandoffTarget) -> str | None:
+    """Why the process at the other end of ``sock`` is not the serve ``target`` announces, or None."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    pid, uid, _gid = struct.unpack("3i", creds)
+    if uid != os.geteuid():
+        return f"the hand-off socket is served by uid {uid}, not this user"
+    if pid != target.pid:
+        return f"the hand-off socket is served by pid {pid}, not the announced serve (pid {target.pid})"
+    return None
 
 
 def raise_error_body(body: dict[str, Any]) -> None:
@@ -174,7 +193,14 @@ def hand_off(
             line = stream.readline(_MAX_LINE)
             if not line:
                 raise InternalError(f"roundtable serve (pid {target.pid}) closed the hand-off mid-launch")
-            message = json.loads(line)
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                raise InternalError(
+                    f"roundtable serve answered a line that is not JSON: {line[:200]!r}"
+                ) from None
+            if not isinstance(message, dict):
+                raise InternalError(f"roundtable serve answered an unknown line: {line[:200]!r}")
             if "phase" in message:
                 on_phase(str(message["phase"]), dict(message.get("details") or {}))
             elif "result" in message:

@@ -233,3 +233,24 @@ def test_the_state_directory_is_found_as_the_store_finds_it(
     monkeypatch.chdir(store.paths.root / "sub")
     assert state_dir_of(None) == store.paths.state_dir
     assert state_dir_of(store.paths.root / "sub") is None
+
+
+@pytest.mark.anyio
+async def test_a_socket_served_by_another_process_than_the_announced_one_gets_no_launch(
+    listener: tuple[Supervisor, Path], store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The path is checked before the connect, the peer after it: a file naming another pid than the
+    one at the socket is not trusted, and the launch runs in this process (nothing is sent)."""
+    del listener  # it serves the socket the file names
+    file = store.paths.state_dir / SERVE_FILE
+    announced = json.loads(file.read_text(encoding="utf-8"))
+    file.write_text(json.dumps({**announced, "pid": announced["pid"] + 1}), encoding="utf-8")
+    file.chmod(0o600)
+    phases: list[str] = []
+    answer = await anyio.to_thread.run_sync(
+        lambda: hand_off(
+            store.paths.state_dir, "oracle.launch", {"proposal_id": "P-x"}, lambda p, _d: phases.append(p)
+        )
+    )
+    assert answer is None and phases == []
+    assert "not the announced serve" in capsys.readouterr().err
