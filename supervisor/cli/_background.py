@@ -24,6 +24,7 @@ __all__ = [
     "Announcer",
     "Detached",
     "check_reviewable",
+    "foreground_reporter",
     "progress_printer",
     "resolve_proposal",
     "start_detached",
@@ -59,6 +60,19 @@ class Announcer:
         if self._pipe is not None and phase == self._phase and not self._pipe.closed:
             self._pipe.write(json.dumps(details) + "\n")
             self._pipe.close()
+
+
+def foreground_reporter(args: Any, recorded_phase: str) -> Callable[[str, dict[str, Any]], None]:
+    """The phase hook of a ``--wait`` run: each phase printed (:func:`progress_printer`), and the
+    parent of a detached run told at ``recorded_phase`` (:class:`Announcer`, ``--announce-fd``)."""
+    report = progress_printer(args.json)
+    announce = Announcer(args.announce_fd, recorded_phase)
+
+    def on_phase(phase: str, details: dict[str, Any]) -> None:
+        report(phase, details)
+        announce(phase, details)
+
+    return on_phase
 
 
 async def resolve_proposal(args: Any) -> str:

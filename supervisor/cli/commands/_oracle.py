@@ -17,9 +17,8 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from supervisor.cli._background import (
-    Announcer,
     check_reviewable,
-    progress_printer,
+    foreground_reporter,
     resolve_proposal,
     start_detached,
 )
@@ -40,12 +39,7 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     from supervisor.cli._handoff import hand_off, state_dir_of
     from supervisor.cli._project import open_project
 
-    report = progress_printer(args.json)
-    announce = Announcer(args.announce_fd, "requested")
-
-    def on_phase(phase: str, details: dict[str, Any]) -> None:
-        report(phase, details)
-        announce(phase, details)
+    on_phase = foreground_reporter(args, "requested")
 
     # A `roundtable serve` on this project runs the launch, with its warm pool, when there is one
     # (and answers the same body, cited memories included: cited_warnings).

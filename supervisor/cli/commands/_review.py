@@ -14,9 +14,8 @@ import argparse
 from typing import Any
 
 from supervisor.cli._background import (
-    Announcer,
     check_reviewable,
-    progress_printer,
+    foreground_reporter,
     resolve_proposal,
     start_detached,
 )
@@ -32,12 +31,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
     from supervisor.cli._handoff import hand_off, state_dir_of
     from supervisor.cli._project import open_project
 
-    report = progress_printer(args.json)
-    announce = Announcer(args.announce_fd, "round")
-
-    def on_phase(phase: str, details: dict[str, Any]) -> None:
-        report(phase, details)
-        announce(phase, details)
+    on_phase = foreground_reporter(args, "round")
 
     # A `roundtable serve` on this project runs the round, with its warm pool, when there is one.
     body = hand_off(state_dir_of(args.root), "review.run", {"proposal_id": args.proposal_id}, on_phase)
