@@ -13,7 +13,7 @@ from store.events import EventFeed
 from store.files import SafeFiles
 from store.launches import LaunchStore
 from store.memory import MemoryAdmin, MemoryStore
-from store.patches import PatchArtifactStore
+from store.patches import PatchArtifactStore, open_patch_artifacts
 from store.work import DecisionStore, ProposalStore, ReviewStore, TaskStore, TimelineStore, WorkspaceStore
 
 __all__ = ["Store", "open_store"]
@@ -50,7 +50,7 @@ class Store:
         self.grants = GrantStore(self.db, roster=self.config.agents)
         self.files = SafeFiles(self.paths.root)
         self.tasks = TaskStore(self.db)
-        self.patches = PatchArtifactStore(
+        self.patches = open_patch_artifacts(
             self.db, self.paths, self.files, max_bytes=self.config.policy.max_patch_bytes
         )
         self.proposals = ProposalStore(self.db, self.config, self.patches)

@@ -1,4 +1,8 @@
-"""Patch versions: parsing diffs, immutable artifacts on disk, checking them against the working tree.
+"""Patch versions: parsing diffs, immutable artifacts, checking them against the working tree.
+
+A version's bytes live behind one interface, :class:`PatchArtifactStore`: files under
+``.roundtable/patches`` with SQLite (:class:`DiskPatchArtifacts`), ``patch_blobs`` rows with
+PostgreSQL (:class:`DatabasePatchArtifacts`); :func:`open_patch_artifacts` picks the store's.
 
 Applying a proposal's patch (which moves the proposal's state) is a work operation:
 :class:`store.work.WorkspaceStore` builds on what this package exports.
@@ -14,7 +18,9 @@ from store.patches._artifacts import (
     list_versions,
     patch_relative_path,
 )
+from store.patches._db_artifacts import DatabasePatchArtifacts, open_patch_artifacts
 from store.patches._diffs import decode_patch, parse_diff
+from store.patches._disk_artifacts import DiskPatchArtifacts
 from store.patches._validate import PatchValidator, Validation
 from store.patches._worktree import (
     FileState,
@@ -25,6 +31,8 @@ from store.patches._worktree import (
 )
 
 __all__ = [
+    "DatabasePatchArtifacts",
+    "DiskPatchArtifacts",
     "FileState",
     "PatchArtifactStore",
     "PatchValidator",
@@ -35,6 +43,7 @@ __all__ = [
     "decode_patch",
     "get_version",
     "list_versions",
+    "open_patch_artifacts",
     "parse_diff",
     "patch_relative_path",
     "read_rollback_artifact",

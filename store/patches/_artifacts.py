@@ -1,35 +1,31 @@
-"""Immutable patch artifacts under ``.roundtable/patches/<proposal_id>/v<N>.diff``.
+"""Immutable patch versions: their records, and :class:`PatchArtifactStore`, the one artifact interface.
 
-Writing a version is two steps, in this order:
+A version's row in ``patch_versions`` holds its SHA-256, size and touched files; its bytes live
+where the store's backend keeps them, behind :class:`PatchArtifactStore`:
 
-1. :meth:`PatchArtifactStore.stage` writes the file durably (temporary name in the same directory
-   opened ``O_EXCL``, fsync, ``os.link`` to the canonical name, which refuses an existing target,
-   then fsync of the directory). A file is never overwritten.
-2. :meth:`PatchArtifactStore.insert_row`, inside the caller's write transaction, checks that the file
-   is still there with the expected size and SHA-256 and only then inserts the ``patch_versions``
-   row. So a row never names a missing file.
+- **SQLite**: a file ``.roundtable/patches/<proposal_id>/v<N>.diff`` under the project root
+  (:class:`~store.patches._disk_artifacts.DiskPatchArtifacts`), read by the safe reader;
+- **PostgreSQL**: a ``patch_blobs`` row beside the version's row
+  (:class:`~store.patches._db_artifacts.DatabasePatchArtifacts`), so every host that shares the
+  project's schema reads it and nothing is written under ``.roundtable/patches``.
 
-A crash between the two steps leaves an orphan file and no row; :meth:`collect_garbage` (``roundtable
-gc``) removes orphans and stray temporary files while holding the write lock, after a grace period
-so that it never races a writer that is between the two steps.
+Writing a version is two steps on both: :meth:`PatchArtifactStore.stage` (durable on disk, or
+held in memory), then :meth:`PatchArtifactStore.insert_row` inside the caller's write transaction.
+Reading is :meth:`PatchArtifactStore.read_verified`, which checks the bytes against the row's
+SHA-256 on every read (``artifact_mismatch`` otherwise) and refuses more than ``max_bytes``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import sqlite3
-import stat
-import time
-from dataclasses import dataclass
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 from typing import Any
 
 from store._ids import utc_now_iso
-from store._project import STATE_DIR_NAME, ProjectPaths
-from store.db import Database
-from store.errors import ArtifactMismatch, Conflict, NotFound
-from store.files import TEMP_PREFIX, SafeFiles, create_file_at, open_dir, opened_dir
+from store._project import STATE_DIR_NAME
+from store.errors import NotFound
 
 __all__ = [
     "PatchArtifactStore",
@@ -38,6 +34,7 @@ __all__ = [
     "get_version",
     "list_versions",
     "patch_relative_path",
+    "record_version",
     "version_from_row",
 ]
 
@@ -45,24 +42,23 @@ PATCHES_DIR_NAME = "patches"
 
 
 def patch_relative_path(proposal_id: str, version: int) -> tuple[str, ...]:
-    """The canonical location of a patch version, as path components under the project root."""
+    """Where the SQLite backend keeps a patch version: path components under the project root."""
     return (STATE_DIR_NAME, PATCHES_DIR_NAME, proposal_id, f"v{version}.diff")
 
 
 @dataclass(frozen=True)
 class StagedPatch:
-    """A patch file that is durable on disk but not yet named by a database row."""
+    """A patch version ready to be recorded: durable on disk (SQLite) or held here (PostgreSQL)."""
 
     proposal_id: str
     version: int
     sha256: str
     size_bytes: int
     files: tuple[str, ...]
-
-    @property
-    def path(self) -> str:
-        """The canonical path, relative to the project root."""
-        return "/".join(patch_relative_path(self.proposal_id, self.version))
+    path: str
+    """What the version's row names as its location (a file path, or ``db:patch_blobs/...``)."""
+    data: bytes = field(default=b"", repr=False, compare=False)
+    """The bytes, when the backend writes them with the row (PostgreSQL); empty for a file."""
 
 
 @dataclass(frozen=True)
@@ -128,154 +124,64 @@ def list_versions(conn: sqlite3.Connection, proposal_id: str) -> list[PatchVersi
     return [version_from_row(row) for row in rows]
 
 
-class PatchArtifactStore:
-    """Writes, verifies, reads and garbage-collects patch files; rows go through the caller's transaction."""
-
-    def __init__(self, db: Database, paths: ProjectPaths, files: SafeFiles, *, max_bytes: int):
-        self.db = db
-        self.paths = paths
-        self.files = files
-        self.max_bytes = max_bytes
-
-    # -- writing -------------------------------------------------------------------------------
-
-    def stage(self, proposal_id: str, version: int, data: bytes, files: list[str]) -> StagedPatch:
-        """Step 1: write the file durably at its canonical path; never overwrite one."""
-        parts = patch_relative_path(proposal_id, version)
-        with opened_dir(self.paths.root, parts[:-1], create=True) as dir_fd:
-            try:
-                create_file_at(dir_fd, parts[-1], data)
-            except FileExistsError:
-                raise Conflict(
-                    f"patch file {'/'.join(parts)} already exists (a concurrent attach, or a file left by "
-                    "an interrupted write: run `roundtable gc`); nothing was changed"
-                ) from None
-        return StagedPatch(proposal_id, version, hashlib.sha256(data).hexdigest(), len(data), tuple(files))
-
-    def insert_row(self, conn: sqlite3.Connection, staged: StagedPatch, *, actor: str) -> PatchVersion:
-        """Step 2, inside the write transaction: verify the durable file, then record it."""
-        data = self._read(staged.proposal_id, staged.version)
-        if data is None:
-            raise Conflict(f"patch file {staged.path} disappeared before it was recorded; retry")
-        if len(data) != staged.size_bytes or hashlib.sha256(data).hexdigest() != staged.sha256:
-            raise ArtifactMismatch(f"patch file {staged.path} changed before it was recorded")
-        now = utc_now_iso()
-        conn.execute(
-            "INSERT INTO patch_versions (proposal_id, version, sha256, size_bytes, files, path, created_by,"
-            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                staged.proposal_id,
-                staged.version,
-                staged.sha256,
-                staged.size_bytes,
-                json.dumps(list(staged.files)),
-                staged.path,
-                actor,
-                now,
-            ),
-        )
-        return PatchVersion(
+def record_version(conn: sqlite3.Connection, staged: StagedPatch, *, actor: str) -> PatchVersion:
+    """Insert the ``patch_versions`` row of a staged version (inside the caller's transaction)."""
+    now = utc_now_iso()
+    conn.execute(
+        "INSERT INTO patch_versions (proposal_id, version, sha256, size_bytes, files, path, created_by,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
             staged.proposal_id,
             staged.version,
             staged.sha256,
             staged.size_bytes,
-            staged.files,
+            json.dumps(list(staged.files)),
             staged.path,
             actor,
             now,
-        )
+        ),
+    )
+    return PatchVersion(
+        staged.proposal_id,
+        staged.version,
+        staged.sha256,
+        staged.size_bytes,
+        staged.files,
+        staged.path,
+        actor,
+        now,
+    )
 
+
+class PatchArtifactStore(ABC):
+    """Where patch versions' bytes live: writes, verified reads, garbage collection.
+
+    Rows go through the caller's write transaction. Every method but :meth:`insert_row` is
+    blocking and opens its own transaction when it needs one (call it through ``Database.run``
+    from async code).
+    """
+
+    backend: str
+    """``sqlite`` (files under ``.roundtable/patches``) or ``postgresql`` (``patch_blobs`` rows)."""
+    max_bytes: int
+    """The largest version :meth:`read_verified` returns (``policy.max_patch_bytes``)."""
+
+    @abstractmethod
+    def stage(self, proposal_id: str, version: int, data: bytes, files: list[str]) -> StagedPatch:
+        """Step 1, before the transaction: make the bytes ready to record; never replace a version."""
+
+    @abstractmethod
+    def insert_row(self, conn: sqlite3.Connection, staged: StagedPatch, *, actor: str) -> PatchVersion:
+        """Step 2, inside the write transaction: check the staged bytes, record the version."""
+
+    @abstractmethod
     def discard(self, staged: StagedPatch) -> None:
-        """Remove a staged file whose row was not written (the transaction failed)."""
+        """Undo step 1 after the transaction failed (nothing to undo where the bytes went with the row)."""
 
-        def unrecorded(conn: sqlite3.Connection) -> bool:
-            row = conn.execute(
-                "SELECT 1 FROM patch_versions WHERE proposal_id = ? AND version = ?",
-                (staged.proposal_id, staged.version),
-            ).fetchone()
-            return row is None
-
-        # Under the write lock, like gc, so a row can never be written for a file removed here.
-        def remove(conn: sqlite3.Connection) -> None:
-            if unrecorded(conn):
-                self._remove_file(staged.proposal_id, f"v{staged.version}.diff")
-
-        self.db.write(remove)
-
-    # -- reading -------------------------------------------------------------------------------
-
-    def _read(self, proposal_id: str, version: int) -> bytes | None:
-        try:
-            found = self.files.read_unverified(
-                patch_relative_path(proposal_id, version), max_bytes=self.max_bytes
-            )
-        except ArtifactMismatch:  # the safe reader's word for "missing"
-            return None
-        return found.data
-
+    @abstractmethod
     def read_verified(self, version: PatchVersion) -> bytes:
-        """The bytes of a recorded version, read by the safe reader and checked against its SHA-256."""
-        found = self.files.read_artifact(
-            patch_relative_path(version.proposal_id, version.version),
-            expected_sha256=version.sha256,
-            max_bytes=self.max_bytes,
-        )
-        return found.data
+        """The bytes of a recorded version, checked against its SHA-256 (``artifact_mismatch``)."""
 
-    # -- garbage collection --------------------------------------------------------------------
-
+    @abstractmethod
     def collect_garbage(self, *, grace_seconds: float = 60.0) -> dict[str, Any]:
-        """Remove patch files no row names and stray temporary files older than ``grace_seconds``."""
-        return self.db.write(lambda conn: self._collect(conn, grace_seconds))
-
-    def _collect(self, conn: sqlite3.Connection, grace_seconds: float) -> dict[str, Any]:
-        recorded = {(row[0], row[1]) for row in conn.execute("SELECT proposal_id, path FROM patch_versions")}
-        removed: list[str] = []
-        kept_recent: list[str] = []
-        cutoff = time.time() - grace_seconds
-        try:
-            top_fd, _ = open_dir(self.paths.root, (STATE_DIR_NAME, PATCHES_DIR_NAME))
-        except FileNotFoundError:
-            return {"removed": [], "kept_recent": []}
-        try:
-            for proposal_dir in sorted(os.listdir(top_fd)):
-                prefix = f"{STATE_DIR_NAME}/{PATCHES_DIR_NAME}/{proposal_dir}"
-                info = os.stat(proposal_dir, dir_fd=top_fd, follow_symlinks=False)
-                if not stat.S_ISDIR(info.st_mode):
-                    continue  # not ours to judge; the safe reader refuses anything odd
-                with opened_dir(self.paths.root, (STATE_DIR_NAME, PATCHES_DIR_NAME, proposal_dir)) as dir_fd:
-                    for name in sorted(os.listdir(dir_fd)):
-                        entry = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                        path = f"{prefix}/{name}"
-                        is_artifact = name.startswith("v") and name.endswith(".diff")
-                        if (proposal_dir, path) in recorded or not (
-                            is_artifact or name.startswith(TEMP_PREFIX)
-                        ):
-                            continue
-                        if entry.st_mtime > cutoff:
-                            kept_recent.append(path)
-                            continue
-                        os.unlink(name, dir_fd=dir_fd)
-                        removed.append(path)
-                    os.fsync(dir_fd)
-                    remaining = os.listdir(dir_fd)
-                if not remaining:
-                    exists = conn.execute("SELECT 1 FROM proposals WHERE id = ?", (proposal_dir,)).fetchone()
-                    if exists is None:
-                        os.rmdir(proposal_dir, dir_fd=top_fd)
-            os.fsync(top_fd)
-        finally:
-            os.close(top_fd)
-        return {"removed": removed, "kept_recent": kept_recent}
-
-    def _remove_file(self, proposal_id: str, name: str) -> None:
-        try:
-            with opened_dir(self.paths.root, (STATE_DIR_NAME, PATCHES_DIR_NAME, proposal_id)) as dir_fd:
-                os.unlink(name, dir_fd=dir_fd)
-                os.fsync(dir_fd)
-                empty = not os.listdir(dir_fd)
-            if empty:
-                with opened_dir(self.paths.root, (STATE_DIR_NAME, PATCHES_DIR_NAME)) as top_fd:
-                    os.rmdir(proposal_id, dir_fd=top_fd)
-        except OSError:
-            pass  # best effort: gc removes whatever is left
+        """Remove what an interrupted write left behind: ``{"removed": [...], "kept_recent": [...]}``."""

@@ -40,6 +40,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/launches/test_launch_failures.py",
         "tests/store/launches/test_launches.py",
         "tests/store/patches/test_apply.py",
+        "tests/store/patches/test_db_artifacts.py",
         "tests/store/patches/test_patches.py",
         "tests/store/work/test_lifecycle.py",
         "tests/store/work/test_proposals.py",

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from store import Store, list_events, patch_relative_path
+from store import Store, list_events
 from store.errors import Conflict
 from store.patches._worktree import FileState, RepoFiles, read_rollback_artifact
 from tests.helpers import project_snapshot
+from tests.store.patches.artifact_helpers import tamper
 from tests.store.work_helpers import DIFF, new_task, seed_files
 
 REPO = Path(__file__).resolve().parents[3]
@@ -180,9 +181,7 @@ def test_symlinked_directories_and_tampered_artifacts_fail_validation(seeded: St
     assert (outside / "hello.txt").read_text() == "one\ntwo\nthree\n"
 
     other = _accepted(seeded, DIFF)
-    artifact = root.joinpath(*patch_relative_path(other, 1))
-    artifact.chmod(0o644)
-    artifact.write_text(DIFF.replace("TWO", "TOO"))
+    tamper(seeded, other, 1, DIFF.replace("TWO", "TOO").encode())
     result = seeded.workspace.validate(proposal_id=other).to_dict()
     assert result["checks"][0] == {
         "name": "artifact_integrity",

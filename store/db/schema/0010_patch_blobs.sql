@@ -1,0 +1,5 @@
+-- Patch contents in the database (store/patches/_db_artifacts.py) are PostgreSQL's: with SQLite a
+-- patch version's bytes stay the file .roundtable/patches/<proposal_id>/v<N>.diff that its
+-- patch_versions row names (store/patches/_disk_artifacts.py), read by the one host that holds the
+-- SQLite file anyway. This migration is recorded so that both backends carry the same versions
+-- (tests/store/db/test_postgres.py), and changes nothing here.
