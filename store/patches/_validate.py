@@ -2,8 +2,8 @@
 
 Each check is reported separately:
 
-- ``artifact_integrity``: the stored file still matches its recorded SHA-256 (read through the
-  safe reader, without following symlinks);
+- ``artifact_integrity``: the stored bytes still match their recorded SHA-256 (a file read through
+  the safe reader, without following symlinks, or a ``patch_blobs`` row on PostgreSQL);
 - ``parse``: the diff parses and validates (:func:`store.patches._diffs.parse_diff`);
 - ``paths_inside_repo``: every touched path is reached without a symlink and is a regular file or
   absent (the parser already refused ``..``, absolute paths, ``.git`` and ``.roundtable``);

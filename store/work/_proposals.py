@@ -1,9 +1,10 @@
 """Proposals and their immutable patch versions.
 
 ``create`` and ``attach_patch`` validate everything first (arguments, the diff, the task, the
-author), then write the patch file durably (:class:`~store.patches.PatchArtifactStore`), then, in
-one transaction, the rows and events. If that transaction fails the file is removed again; if the
-process dies in between, the orphan file is left for ``roundtable gc`` and no row names it.
+author), then stage the patch's bytes (:class:`~store.patches.PatchArtifactStore`: a durable file
+with SQLite, held for the transaction with PostgreSQL), then, in one transaction, the rows (with
+PostgreSQL, the bytes too) and events. If that transaction fails a staged file is removed again; if
+the process dies in between, the orphan file is left for ``roundtable gc`` and no row names it.
 
 Re-attaching the current version's exact bytes is a no-op: no file, no row, no event, the status
 and the votes stand, and the answer's patch says ``unchanged: true``. A new patch version keeps

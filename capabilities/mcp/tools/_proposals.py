@@ -1,8 +1,8 @@
 """The proposal tools: create, attach a patch version, get, list, request review, timeline.
 
 ``proposal.create`` and ``proposal.attach_patch`` take the unified diff as text (``patch``); it
-is parsed and validated before anything is written, and stored as an immutable file under
-``.roundtable/patches/`` before its database row.
+is parsed and validated before anything is written, and stored as an immutable patch version
+(a file under ``.roundtable/patches/`` before its row with SQLite, a row with PostgreSQL).
 """
 
 from __future__ import annotations
