@@ -105,12 +105,9 @@ def _operations(label: str, store: Store, pid: str) -> list[tuple[str, Callable[
     ]
 
 
-def main() -> None:
-    """Seed both backends, time the operations round after round, print ratios."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--entries", type=int, default=5_000)
-    parser.add_argument("--repeat", type=int, default=30)
-    args = parser.parse_args()
+@contextmanager
+def both_backends() -> Iterator[tuple[Store, Store]]:
+    """A fresh SQLite project and a fresh PostgreSQL one (its schema dropped afterwards)."""
     with _server() as url, tempfile.TemporaryDirectory() as scratch:
         os.environ.pop(ENV_STORE_URL, None)
         sqlite = open_store(init_project(Path(scratch) / "sqlite")[0])
@@ -118,20 +115,35 @@ def main() -> None:
         postgres = open_store(init_project(Path(scratch) / "postgres")[0])
         os.environ.pop(ENV_STORE_URL, None)
         try:
-            print(f"{args.entries} memory entries per backend; {postgres.db.describe()}")
-            operations = [
-                *_operations("sqlite", sqlite, _seed(sqlite, args.entries)),
-                *_operations("postgresql", postgres, _seed(postgres, args.entries)),
-            ]
-            timings = time_together(*operations, repeat=args.repeat)
+            yield sqlite, postgres
         finally:
             sqlite.close()
             postgres.close()
             _drop_schema(url, postgres)
-        half = len(timings) // 2
-        baselines: list[Timing | None] = [None] * half + timings[:half]
-        for timing, baseline in zip(timings, baselines, strict=True):
-            print(timing.line(baseline))
+
+
+def print_against_sqlite(timings: list[Timing]) -> None:
+    """Print SQLite's timings, then PostgreSQL's (the second half) each with its ratio to SQLite's."""
+    half = len(timings) // 2
+    baselines: list[Timing | None] = [None] * half + timings[:half]
+    for timing, baseline in zip(timings, baselines, strict=True):
+        print(timing.line(baseline))
+
+
+def main() -> None:
+    """Seed both backends, time the operations round after round, print ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=5_000)
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    with both_backends() as (sqlite, postgres):
+        print(f"{args.entries} memory entries per backend; {postgres.db.describe()}")
+        operations = [
+            *_operations("sqlite", sqlite, _seed(sqlite, args.entries)),
+            *_operations("postgresql", postgres, _seed(postgres, args.entries)),
+        ]
+        timings = time_together(*operations, repeat=args.repeat)
+    print_against_sqlite(timings)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,13 @@ from store.patches._disk_artifacts import DiskPatchArtifacts
 
 __all__ = ["DatabasePatchArtifacts", "blob_locator", "open_patch_artifacts"]
 
+_FETCH = (
+    "SELECT sha256, size_bytes, octet_length(content) AS stored,"
+    " CASE WHEN octet_length(content) <= %s THEN content END AS content"
+    " FROM patch_blobs WHERE proposal_id = %s AND version = %s"
+)
+"""psycopg's placeholders: this statement goes to the psycopg connection, not through the store's SQL."""
+
 
 def blob_locator(proposal_id: str, version: int) -> str:
     """What a version's row names as its location on PostgreSQL (no file: a ``patch_blobs`` row)."""
@@ -82,14 +89,12 @@ class DatabasePatchArtifacts(PatchArtifactStore):
     def read_verified(self, version: PatchVersion) -> bytes:
         """The blob's bytes, checked against the version row's SHA-256 and size on this read."""
 
-        def fetch(conn: sqlite3.Connection) -> Any:
+        def fetch(conn: Any) -> Any:
             # The bytes leave the server only when within the limit; their length comes either way.
-            return conn.execute(
-                "SELECT sha256, size_bytes, octet_length(content) AS stored,"
-                " CASE WHEN octet_length(content) <= ? THEN content END AS content"
-                " FROM patch_blobs WHERE proposal_id = ? AND version = ?",
-                (self.max_bytes, version.proposal_id, version.version),
-            ).fetchone()
+            # Binary results on the psycopg connection itself: bytea as text is hex, twice the
+            # bytes on the wire and a decode (4-5x slower for 512 KiB, benchmarks/bench_patch_artifacts).
+            params = (self.max_bytes, version.proposal_id, version.version)
+            return conn.raw.execute(_FETCH, params, binary=True).fetchone()
 
         row = self.db.read(fetch)
         where = blob_locator(version.proposal_id, version.version)
