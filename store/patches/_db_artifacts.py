@@ -92,7 +92,7 @@ class DatabasePatchArtifacts(PatchArtifactStore):
         def fetch(conn: Any) -> Any:
             # The bytes leave the server only when within the limit; their length comes either way.
             # Binary results on the psycopg connection itself: bytea as text is hex, twice the
-            # bytes on the wire and a decode (4-5x slower for 512 KiB, benchmarks/bench_patch_artifacts).
+            # bytes on the wire and a decode (3-5x slower for 512 KiB, benchmarks/bench_patch_artifacts).
             params = (self.max_bytes, version.proposal_id, version.version)
             return conn.raw.execute(_FETCH, params, binary=True).fetchone()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -165,3 +166,45 @@ def test_a_version_recorded_before_the_blobs_reads_its_file_and_gc_leaves_files_
     # A row that names a blob which is not there is a mismatch, never a read of some file.
     with pytest.raises(ArtifactMismatch, match="missing"):
         pg_store.patches.read_verified(replace(record, path=f"db:patch_blobs/{pid}/v1"))
+
+
+def test_hosts_attaching_at_once_make_contiguous_versions_each_with_its_own_bytes(
+    hosts: tuple[Store, Store],
+) -> None:
+    first, second = hosts
+    task = new_task(first)
+    proposal, _ = first.proposals.create(
+        task_id=task.id, agent_id="implementer-1", title="t", patch=DIFF, actor="op"
+    )
+    pid = str(proposal["id"])
+    sent: dict[int, bytes] = {1: DIFF.encode()}
+    lock = threading.Lock()
+    refused: list[str] = []
+
+    def attach(store: Store, text: str, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            _, version, _ = store.proposals.attach_patch(proposal_id=pid, patch=text, actor="op")
+        except Conflict:
+            with lock:
+                refused.append(text)
+            return
+        with lock:
+            sent[version.version] = text.encode()
+
+    for round_n in range(6):
+        barrier = threading.Barrier(2)
+        texts = [DIFF_V2.replace("four", f"{host}-{round_n}") for host in ("a", "b")]
+        threads = [
+            threading.Thread(target=attach, args=(store, text, barrier))
+            for store, text in zip((first, second), texts, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    versions = sorted(sent)
+    assert versions == list(range(1, len(versions) + 1)) and len(versions) + len(refused) == 13
+    assert [v for _, v, _ in stored_blobs(second)] == versions
+    for number, data in sent.items():  # each version holds the bytes its attacher sent, on both hosts
+        assert first.proposals.patch(pid, number)[1] == data == second.proposals.patch(pid, number)[1]
