@@ -18,6 +18,7 @@ from capabilities.serving import WebService
 from store import Store, append_event, init_project, open_store
 from store.errors import InternalError
 from tests.capabilities.api_helpers import assert_error, read_sse, running_api, seed_review
+from tests.store.patches.artifact_helpers import tamper
 from tests.store.work_helpers import DIFF, DIFF_V2, new_task
 
 pytestmark = pytest.mark.anyio
@@ -98,11 +99,7 @@ async def test_patch_is_served_as_verified_text(services: Services) -> None:
         assert_error(
             await api.client.get(f"/proposals/{pid}/patch", params={"version": "x"}), 400, "invalid_argument"
         )
-        version_file = services.store.paths.root.joinpath(
-            *services.store.proposals.get(pid)["versions"][0]["path"].split("/")
-        )
-        version_file.chmod(0o644)
-        version_file.write_text(DIFF.replace("TWO", "two"))
+        tamper(services.store, pid, 1, DIFF.replace("TWO", "two").encode())  # the file, or the blob
         assert_error(
             await api.client.get(f"/proposals/{pid}/patch", params={"version": 1}), 409, "artifact_mismatch"
         )

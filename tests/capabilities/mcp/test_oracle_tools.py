@@ -23,6 +23,7 @@ from store.patches._artifacts import patch_relative_path
 from tests.capabilities.http_helpers import body, mcp_client
 from tests.capabilities.oracle_helpers import DIFF, OracleWorld, build_world
 from tests.helpers import project_snapshot
+from tests.store.patches.artifact_helpers import tamper
 
 pytestmark = pytest.mark.anyio
 
@@ -138,14 +139,15 @@ async def test_patch_inspect_reads_the_current_version(client: Client, world: Or
 async def test_patch_inspect_refuses_a_tampered_or_symlinked_artifact(
     client: Client, world: OracleWorld, store: Store, tmp_path: Path
 ) -> None:
-    path = store.paths.root.joinpath(*patch_relative_path(world.proposal_id, 1))
-    original = path.read_bytes()
-    path.chmod(0o644)
-    path.write_bytes(original.replace(b"SELECT", b"DELETE"))
+    _, original = store.proposals.patch(world.proposal_id, 1)
+    tamper(store, world.proposal_id, 1, original.replace(b"SELECT", b"DELETE"))  # the file, or the blob
     assert (await call(client, "patch.inspect", {}))["error"]["code"] == "artifact_mismatch"
-    path.write_bytes(original)
+    tamper(store, world.proposal_id, 1, original)
     assert "error" not in await call(client, "patch.inspect", {})
+    if store.db.backend == "postgresql":
+        return  # no file to swap: a PostgreSQL store keeps the bytes in its patch_blobs table
     # The proposal's directory swapped for a symlink to an identical copy: still refused.
+    path = store.paths.root.joinpath(*patch_relative_path(world.proposal_id, 1))
     directory = path.parent
     copy = tmp_path / "copy"
     copy.mkdir()
