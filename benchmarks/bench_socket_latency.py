@@ -1,13 +1,18 @@
 """Latency of a scoped tool call over a launch's Unix socket, beside a no-op tool, in the same run.
 
 A MemoryOracle capability calls ``memory.query`` (searching only its task and project scopes) and
-``bench.noop`` (a tool registered only here, answering ``{}``) alternately, over the real MCP
-client, streamable HTTP and the per-launch Unix socket app. Both pay the same transport, JSON-RPC
-and per-request token verification; the difference is the scoped query itself. Each round also
-times the store call alone (``store.memory.query`` with the same arguments and scopes, on this
-thread), so the part of the difference that is the query's SQL shows beside the rest. Prints
-p50/p95 of each, of the difference, and the p50 ratio of the query to the no-op. Usage:
-``python -m benchmarks.bench_socket_latency [--calls N] [--entries M]``.
+``bench.noop`` (a tool registered only here, answering ``{}``) alternately, over the per-launch Unix
+socket app and streamable HTTP, with two clients in turn: the SDK's ``mcp.Client`` (which also
+validates each answer against the tool's ``outputSchema``, in Python) and the runner's own lean
+client (``roles._mcp_http`` over ``roles._unix_http``: what the oracle in its container calls with,
+which does not). Both tools pay the same transport, JSON-RPC and per-request token verification;
+the difference is the scoped query and its answer. Each round also times the store call alone
+(``store.memory.query`` with the same arguments and scopes, on this thread), so the part of the
+difference that is the query's SQL shows beside the rest. Prints p50/p95 of each, of the
+difference, and the p50 ratio of the query to the no-op per client, in wall time and in the CPU
+time the process spent on the call (client, server and the store's worker thread alike: on a
+machine whose cores other work contends for, the steadier of the two). Usage:
+``python -m benchmarks.bench_socket_latency [--calls N] [--entries M] [--corpus C]``.
 """
 
 from __future__ import annotations
@@ -16,29 +21,41 @@ import argparse
 import random
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import anyio
 import httpx2
+from jsonschema.exceptions import best_match
+from jsonschema.validators import validator_for
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from referencing import Registry
 
 import capabilities.policy as policy
 from benchmarks._corpus import Corpus
-from benchmarks._timing import percentile
+from benchmarks._timing import percentile, time_together
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpec
 from capabilities.mcp.tools import all_tools
 from capabilities.policy import Reach
 from capabilities.services import Services
 from capabilities.serving._transports import build_launch_app, serving
+from roles._mcp_http import McpHttpClient
+from roles._unix_http import UnixHttpClient
 from store import Store, init_project, open_store
 from supervisor.logging import configure_logging
 
 NOOP = "bench.noop"
+SDK_CLIENT = "SDK client"
+RUNNER_CLIENT = "runner's client"
+CLIENTS = (SDK_CLIENT, RUNNER_CLIENT)
+CPU = " (CPU)"
+PYDANTIC_SCHEMA = "SDK client's check of one answer: pydantic's schema"
+ADVERTISED_SCHEMA = "SDK client's check of one answer: the outputSchema"
 STORE_CALL = "store.memory.query alone"
 _WORDS = "sql builder cache index migration auth token retry queue worker cursor deploy rollback".split()
 
@@ -118,6 +135,16 @@ def _queries(corpus: str) -> dict[str, dict[str, Any]]:
     }
 
 
+Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
+
+
+async def _timed(call: Call, name: str, arguments: dict[str, Any]) -> tuple[Any, float, float]:
+    """``call``'s result, its wall time and the process's CPU time over it (every thread's)."""
+    start, start_cpu = time.perf_counter(), time.process_time()
+    result = await call(name, arguments)
+    return result, time.perf_counter() - start, time.process_time() - start_cpu
+
+
 async def _measure(store: Store, calls: int, entries: int, sock: str, corpus: str) -> dict[str, list[float]]:
     _, proposal_id = _seed(store, entries, corpus)
     issued = store.grants.mint_grant(
@@ -132,40 +159,75 @@ async def _measure(store: Store, calls: int, entries: int, sock: str, corpus: st
     registry = ToolRegistry([*all_tools(), spec])
     app = build_launch_app(Services(store=store), issued.record.id, registry=registry)
     queries = _queries(corpus)
-    samples: dict[str, list[float]] = {NOOP: []}
-    for label in queries:
-        samples.update({label: [], f"{label}: difference": [], f"{label}: {STORE_CALL}": []})
+    samples: dict[str, list[float]] = {}
+    for client in CLIENTS:
+        samples.update({f"{client}: {NOOP}": [], f"{client}: {NOOP}{CPU}": []})
+        for label in queries:
+            samples.update(
+                {
+                    f"{client}: {label}": [],
+                    f"{client}: {label}: difference": [],
+                    f"{client}: {label}{CPU}": [],
+                }
+            )
+    samples.update({f"{label}: {STORE_CALL}": [] for label in queries})
     scopes = issued.record.scopes
+    bearer = {"Authorization": f"Bearer {issued.token}"}
     async with (
         serving(app, uds=sock),
-        httpx2.AsyncClient(
-            transport=httpx2.AsyncHTTPTransport(uds=sock), headers={"Authorization": f"Bearer {issued.token}"}
-        ) as http,
-        Client(streamable_http_client("http://localhost/mcp", http_client=http)) as client,
+        httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=sock), headers=bearer) as http,
+        Client(streamable_http_client("http://localhost/mcp", http_client=http)) as sdk,
+        UnixHttpClient(Path(sock), headers=bearer, timeout=60) as unix_http,
     ):
-        for _ in range(30):  # warm-up: connections, caches, the SQLite page cache
-            for query in queries.values():
-                await client.call_tool("memory.query", query)
-            await client.call_tool(NOOP, {})
-        for _ in range(calls):
-            start = time.perf_counter()
-            result = await client.call_tool(NOOP, {})
-            noop = time.perf_counter() - start
-            assert not result.is_error, result
-            samples[NOOP].append(noop)
+        runner = McpHttpClient(unix_http)
+        await runner.list_tools()
+        callers: dict[str, Call] = {SDK_CLIENT: sdk.call_tool, RUNNER_CLIENT: runner.call_tool}
+        for round_ in range(calls + 30):  # 30 rounds of warm-up: connections, caches, SQLite's pages
+            keep = round_ >= 30
+            for client, call in callers.items():
+                result, noop, noop_cpu = await _timed(call, NOOP, {})
+                assert not result.is_error, result
+                for label, query in queries.items():
+                    result, scoped, scoped_cpu = await _timed(call, "memory.query", query)
+                    assert not result.is_error, result
+                    assert result.structured_content is not None, label
+                    assert result.structured_content["entries"], label
+                    if keep:
+                        samples[f"{client}: {label}"].append(scoped)
+                        samples[f"{client}: {label}: difference"].append(scoped - noop)
+                        samples[f"{client}: {label}{CPU}"].append(scoped_cpu)
+                if keep:
+                    samples[f"{client}: {NOOP}"].append(noop)
+                    samples[f"{client}: {NOOP}{CPU}"].append(noop_cpu)
             for label, query in queries.items():
                 start = time.perf_counter()
-                result = await client.call_tool("memory.query", query)
-                scoped = time.perf_counter() - start
-                assert not result.is_error, result
-                assert result.structured_content is not None, label
-                assert result.structured_content["entries"], label
-                start = time.perf_counter()
                 store.memory.query(**query, allowed_scopes=scopes)
-                samples[f"{label}: {STORE_CALL}"].append(time.perf_counter() - start)
-                samples[label].append(scoped)
-                samples[f"{label}: difference"].append(scoped - noop)
+                if keep:
+                    samples[f"{label}: {STORE_CALL}"].append(time.perf_counter() - start)
+    samples.update(_schema_checks(registry, result.structured_content, calls))
     return samples
+
+
+def _schema_checks(registry: ToolRegistry, answer: dict[str, Any], repeat: int) -> dict[str, list[float]]:
+    """The SDK client's check of one ``memory.query`` answer (a compiled jsonschema validator, as
+    ``ClientSession.validate_tool_result`` builds it) against the advertised ``outputSchema`` and
+    against pydantic's own schema of the same model (``$ref`` and ``anyOf``), in turn."""
+    spec = registry.get("memory.query")
+    assert spec is not None
+    assert spec.result_model is not None
+    pydantic_schema = spec.result_model.model_json_schema(mode="serialization")
+    advertised = spec.output_schema()
+    assert advertised is not None
+    checks = []
+    for label, schema in ((PYDANTIC_SCHEMA, pydantic_schema), (ADVERTISED_SCHEMA, advertised)):
+        validator = validator_for(schema)(schema, registry=Registry())
+        assert best_match(validator.iter_errors(answer)) is None, label
+        checks.append((label, partial(_check, validator, answer)))
+    return {timing.label: timing.samples for timing in time_together(*checks, repeat=repeat)}
+
+
+def _check(validator: Any, answer: dict[str, Any]) -> None:
+    best_match(validator.iter_errors(answer))
 
 
 def main() -> None:
@@ -191,12 +253,18 @@ def main() -> None:
         )
         for label, values in samples.items():
             print(
-                f"  {label:<44} p50 {percentile(values, 50) * 1000:8.3f} ms"
+                f"  {label:<60} p50 {percentile(values, 50) * 1000:8.3f} ms"
                 f"   p95 {percentile(values, 95) * 1000:8.3f} ms"
             )
-        for label in _queries(corpus):
-            ratio = percentile(samples[label], 50) / percentile(samples[NOOP], 50)
-            print(f"  {label} / {NOOP} at p50: {ratio:.2f}x   goal <= 1.30x")
+        for client in CLIENTS:
+            for label in _queries(corpus):
+                for unit in ("", CPU):
+                    ratio = percentile(samples[f"{client}: {label}{unit}"], 50) / percentile(
+                        samples[f"{client}: {NOOP}{unit}"], 50
+                    )
+                    print(f"  {client}: {label} / {NOOP}{unit} at p50: {ratio:.2f}x   goal <= 1.30x")
+        ratio = percentile(samples[ADVERTISED_SCHEMA], 50) / percentile(samples[PYDANTIC_SCHEMA], 50)
+        print(f"  {ADVERTISED_SCHEMA} / pydantic's at p50: {ratio:.2f}x")
         print()
 
 

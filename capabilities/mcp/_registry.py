@@ -117,9 +117,58 @@ def _input_schema(args_model: type[ToolArgs]) -> dict[str, Any]:
 
 @functools.cache
 def _output_schema(result_model: type[ToolResult]) -> dict[str, Any]:
+    # The SDK's client validates every answer against this schema with jsonschema, in Python: a
+    # ``$ref`` costs a lookup and a new validator for each item it covers, and an ``anyOf`` a
+    # validator per branch, so the schema is written out without either where it means the same:
+    # nested models inline, ``X | None`` as a list of types. That halves the client's check of a
+    # 20-entry ``memory.query`` answer, and states exactly what pydantic's schema states.
     schema = result_model.model_json_schema(mode="serialization")
     schema.pop("title", None)
-    return schema
+    defs = schema.pop("$defs", {})
+    flat = _flatten(schema, defs, ())
+    assert isinstance(flat, dict)
+    return flat
+
+
+def _flatten(node: Any, defs: dict[str, Any], seen: tuple[str, ...]) -> Any:
+    """``node`` with each ``$ref`` into ``defs`` inlined and each ``anyOf`` of bare types as a type list."""
+    if isinstance(node, list):
+        return [_flatten(item, defs, seen) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        name = ref.removeprefix("#/$defs/")
+        if name in seen:
+            raise ValueError(f"a result model may not be recursive ({' -> '.join((*seen, name))})")
+        # Keywords beside the $ref (a description, a default) are kept; the model's own title goes.
+        target = {key: value for key, value in defs[name].items() if key != "title"}
+        return _flatten({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs, (*seen, name))
+    flat = {key: _flatten(value, defs, seen) for key, value in node.items()}
+    branches = flat.get("anyOf")
+    if not isinstance(branches, list) or "type" in flat:
+        return flat
+    if all(_bare_type(branch) for branch in branches):
+        del flat["anyOf"]
+        flat["type"] = [branch["type"] for branch in branches]
+    elif len(branches) == 2 and {"type": "null"} in branches:
+        # ``Model | None``: every keyword of the model's schema but ``type`` applies to objects
+        # only (arrays, for a list), so null passes them all, as it passed the null branch.
+        (typed,) = [branch for branch in branches if branch != {"type": "null"}]
+        if isinstance(typed, dict) and isinstance(typed.get("type"), str) and set(typed) <= _TYPED_KEYWORDS:
+            del flat["anyOf"]
+            flat = {**typed, **flat, "type": [typed["type"], "null"]}
+    return flat
+
+
+# Keywords that constrain only values of their schema's own type (and annotations).
+_TYPED_KEYWORDS = frozenset(
+    {"type", "properties", "required", "additionalProperties", "items", "title", "description", "default"}
+)
+
+
+def _bare_type(branch: Any) -> bool:
+    return isinstance(branch, dict) and set(branch) == {"type"} and isinstance(branch["type"], str)
 
 
 def validation_message(exc: ValidationError) -> str:

@@ -21,7 +21,7 @@ import ipaddress
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +41,7 @@ from capabilities.mcp import RoundtableMCPServer, ToolNaming, ToolRegistry
 from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal, local_operator
 from capabilities.services import Services
+from capabilities.serving._embedded import EmbeddedServer
 from store.errors import Conflict, InternalError, InvalidArgument
 
 __all__ = [
@@ -243,26 +244,6 @@ def _bind_unix(path: str, mode: int) -> tuple[socket.socket, BoundAddress]:
     return sock, BoundAddress(uds=path)
 
 
-class _EmbeddedServer(uvicorn.Server):
-    """uvicorn that reports readiness and leaves signal handling to its caller."""
-
-    def __init__(self, config: uvicorn.Config):
-        super().__init__(config)
-        self.ready = anyio.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """Start, then signal that the socket accepts requests (or that startup ended)."""
-        try:
-            await super().startup(sockets)
-        finally:
-            self.ready.set()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        """Install nothing: several servers may run in one process, which owns the signals."""
-        yield
-
-
 @dataclass
 class _Listener:
     """A bound, listening socket; closing it removes its Unix socket path if still its own."""
@@ -337,7 +318,7 @@ async def _serve_listener(
         proxy_headers=False,
         timeout_graceful_shutdown=int(_GRACE_SECONDS),
     )
-    server = _EmbeddedServer(config)
+    server = EmbeddedServer(config)
     done = anyio.Event()
     serve_scope = anyio.CancelScope(shield=True)
     failed: list[BaseException] = []
