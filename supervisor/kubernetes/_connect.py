@@ -17,6 +17,7 @@ __all__ = ["api_client", "kubernetes_launcher"]
 def api_client(config: KubernetesConfig) -> object:
     """The client for ``config``: its ``kubeconfig`` file, else the pod's service account (in the
     cluster), else ``~/.kube/config``; :class:`LaunchFailed` when none is usable."""
+    import yaml
     from kubernetes import client
     from kubernetes import config as kube_module
 
@@ -30,8 +31,11 @@ def api_client(config: KubernetesConfig) -> object:
                 kube_config.load_incluster_config(client_configuration=configuration)
             except kube_config.ConfigException:
                 kube_config.load_kube_config(client_configuration=configuration)
-    except (kube_config.ConfigException, OSError, TypeError, ValueError) as exc:
-        raise LaunchFailed(f"no usable Kubernetes configuration: {exc}") from None
+    except (kube_config.ConfigException, OSError, TypeError, ValueError, yaml.YAMLError) as exc:
+        # A parser's message can quote the file (and so a credential in it): name the error only.
+        detail = str(exc) if isinstance(exc, kube_config.ConfigException) else type(exc).__name__
+        where = config.kubeconfig or "the service account or ~/.kube/config"
+        raise LaunchFailed(f"no usable Kubernetes configuration in {where}: {detail}") from None
     configuration.retries = 0  # ClusterApi retries, counting its attempts
     return client.ApiClient(configuration)
 

@@ -94,8 +94,28 @@ def _ended(pod: dict[str, Any]) -> bool:
     return _phase(pod) in ("Succeeded", "Failed")
 
 
+_CANNOT_START = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+    }
+)
+
+
+def _stuck(pod: dict[str, Any]) -> str | None:
+    """Why the role container cannot start (a waiting reason no retry of the kubelet cures), if so."""
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (status.get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in _CANNOT_START:
+            return f"{waiting['reason']}: {waiting.get('message') or 'no message'}"
+    return None
+
+
 def _started(pod: dict[str, Any]) -> bool:
-    return _phase(pod) != "Pending"
+    return _phase(pod) != "Pending" or _stuck(pod) is not None
 
 
 class KubernetesLauncher(RunningLaunches):
@@ -223,6 +243,8 @@ class KubernetesLauncher(RunningLaunches):
             started = await self.api.wait_pod(name, _started, budget)
             if started is not None:
                 attempt.pod = started
+                if (stuck := _stuck(started)) is not None:
+                    raise LaunchFailed(f"pod {name} cannot start: {stuck}")
             await self.launches.db.run(self.launches.mark_running, spec.launch_id)
             await call_hook(on_phase, LaunchPhase.RUNNING)
             attempt.stage = "wait"

@@ -64,6 +64,8 @@ class PodScript:
     reason: str | None = None
     pod_reason: str | None = None
     starts: bool = True
+    waiting: str | None = None
+    """A waiting reason the container stays in instead of starting (``ImagePullBackOff``)."""
 
 
 @dataclass
@@ -155,7 +157,11 @@ class FakeCluster:
                 return False
             status = pod.setdefault("status", {"phase": "Pending"})
             script = self.script
-            if status["phase"] == "Pending" and script.starts:
+            if status["phase"] == "Pending" and script.waiting and not status.get("containerStatuses"):
+                waiting = {"reason": script.waiting, "message": "injected"}
+                status["containerStatuses"] = [{"name": "role", "state": {"waiting": waiting}}]
+                return True
+            if status["phase"] == "Pending" and script.starts and not script.waiting:
                 status["phase"] = "Running"
                 status["containerStatuses"] = [{"name": "role", "state": {"running": {}}}]
                 return True

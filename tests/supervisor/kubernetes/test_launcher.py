@@ -95,6 +95,19 @@ async def test_a_pod_that_fails_is_recorded_with_its_reason(
     assert _left(cluster) == {}
 
 
+@pytest.mark.parametrize("waiting", ["ImagePullBackOff", "CreateContainerConfigError"])
+async def test_a_pod_that_cannot_start_fails_at_once(
+    launcher: KubernetesLauncher, k8s_spec: K8sSpec, cluster: FakeCluster, store: Store, waiting: str
+) -> None:
+    cluster.script = PodScript(waiting=waiting)
+    spec = k8s_spec(timeout_seconds=300.0)
+    with pytest.raises(LaunchFailed, match=waiting):
+        await launcher.run(spec)
+    record = store.launches.get(spec.launch_id)
+    assert (record.status, record.reason) == (LaunchStatus.FAILED, "start_failed")
+    assert _left(cluster) == {}
+
+
 async def test_a_pod_past_the_launchers_own_deadline_is_deleted(
     store: Store, k8s_spec: K8sSpec, cluster: FakeCluster, launcher: KubernetesLauncher
 ) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from store import InvalidArgument, Unauthenticated, open_store
+from store import InvalidArgument, LaunchFailed, Unauthenticated, open_store
 from store._project import ProjectPaths
-from store.config import load_config
+from store.config import KubernetesConfig, load_config
 from store.launches import LaunchStatus
 from supervisor._supervisor import Supervisor
-from supervisor.kubernetes import KubernetesLauncher
+from supervisor.kubernetes import KubernetesLauncher, api_client
 from tests.capabilities.oracle_helpers import DIFF
 from tests.supervisor.kubernetes._fake_api import FakeCluster
 
@@ -110,3 +110,13 @@ def test_docker_stays_the_default_launcher(tmp_path: Path) -> None:
     config = load_config(tmp_path / "missing.toml")
     assert config.supervisor.launcher == "docker"
     assert config.kubernetes.namespace == "roundtable"
+
+
+@pytest.mark.parametrize("content", [None, "not: [a, kubeconfig", "apiVersion: v1\nkind: Config\n"])
+def test_an_unusable_kubeconfig_is_a_launch_error(tmp_path: Path, content: str | None) -> None:
+    path = tmp_path / "kubeconfig"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    config = KubernetesConfig(capability_url=_URL, kubeconfig=str(path))
+    with pytest.raises(LaunchFailed, match="no usable Kubernetes configuration"):
+        api_client(config)
