@@ -5,6 +5,9 @@ its Secret, and a bad configuration is an error that names the key."""
 from __future__ import annotations
 
 import base64
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +123,16 @@ def test_an_unusable_kubeconfig_is_a_launch_error(tmp_path: Path, content: str |
     config = KubernetesConfig(capability_url=_URL, kubeconfig=str(path))
     with pytest.raises(LaunchFailed, match="no usable Kubernetes configuration"):
         api_client(config)
+
+
+def test_the_kubernetes_client_is_imported_only_for_its_launcher() -> None:
+    code = (
+        "import sys; import supervisor._supervisor, supervisor._launchers; "
+        "print(sorted(m for m in sys.modules if m == 'kubernetes' or m.startswith('kubernetes.')))"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    assert done.stdout.strip() == "[]"
