@@ -26,9 +26,13 @@ Abort = Callable[[LaunchStatus, str, "str | None"], Awaitable[None]]
 class RunningLaunches:
     """The launches a launcher runs now: each checked (:func:`check_requested`), counted while it runs."""
 
-    launches: LaunchStore
-
-    def __init__(self) -> None:
+    def __init__(
+        self, launches: LaunchStore, *, supervisor_id: str, cleanup_seconds: float, log_bytes: int
+    ) -> None:
+        self.launches = launches
+        self.supervisor_id = supervisor_id
+        self.cleanup_seconds = cleanup_seconds
+        self.log_bytes = log_bytes
         self._running: set[str] = set()
 
     @property

@@ -124,14 +124,12 @@ class DockerLauncher(RunningLaunches):
     ):
         """``owners`` is the directory of the supervisors' owner locks: the reaper keeps a warm
         pool's containers whose owner still lives (without it, it keeps none)."""
-        self.launches = launches
-        self.supervisor_id = supervisor_id
+        super().__init__(
+            launches, supervisor_id=supervisor_id, cleanup_seconds=cleanup_seconds, log_bytes=log_bytes
+        )
         self.docker = docker or DockerClient()
         self.runtime = runtime
-        self.cleanup_seconds = cleanup_seconds
-        self.log_bytes = log_bytes
         self.owners = owners
-        super().__init__()
 
     async def aclose(self) -> None:
         """Close the engine connection."""

@@ -143,16 +143,11 @@ class KubernetesLauncher(RunningLaunches):
             raise LaunchFailed(
                 "[kubernetes] capability_url must be the https:// URL of the capability endpoint"
             )
-        self.launches = launches
-        self.api = api
-        self.config = config
-        self.supervisor_id = supervisor_id
-        self.owner = owner
-        self.live_owners = live_owners
-        self.cleanup_seconds = cleanup_seconds
-        self.log_bytes = log_bytes
-        self.deadline_grace = deadline_grace
-        super().__init__()
+        super().__init__(
+            launches, supervisor_id=supervisor_id, cleanup_seconds=cleanup_seconds, log_bytes=log_bytes
+        )
+        self.api, self.config, self.deadline_grace = api, config, deadline_grace
+        self.owner, self.live_owners = owner, live_owners
 
     async def aclose(self) -> None:
         """Close the API connection."""

@@ -155,12 +155,29 @@ async def test_a_create_that_keeps_failing_fails_the_launch_and_leaks_nothing(
     cluster.hang_seconds = 3
     api = make_api(cluster, request_seconds=0.5)
     launcher = KubernetesLauncher(store.launches, api, k8s_config, supervisor_id="rtk8stest")  # type: ignore[arg-type]
-    cluster.faults.append(Fault("POST", resource, action, times=10, after=True))
+    # Every other failure is injected after the object is made (its answer lost); a request that never
+    # answers makes nothing, since one the launcher gave up on may land after its clean-up (then the
+    # reaper deletes it by its labels: test_reaper.py).
+    cluster.faults.append(Fault("POST", resource, action, times=10, after=action != "hang"))
     spec = k8s_spec()
     with pytest.raises(LaunchFailed):
         await launcher.run(spec)
     record = store.launches.get(spec.launch_id)
     assert (record.status, record.reason) == (LaunchStatus.FAILED, "create_failed")
+    assert _left(cluster) == {}
+    api.api_client.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.mark.parametrize("resource", _RESOURCES)
+async def test_a_create_whose_answer_timed_out_is_taken_on_the_retry(
+    store: Store, k8s_spec: K8sSpec, cluster: FakeCluster, k8s_config: object, resource: str
+) -> None:
+    cluster.hang_seconds = 5
+    api = make_api(cluster, request_seconds=1.0)
+    launcher = KubernetesLauncher(store.launches, api, k8s_config, supervisor_id="rtk8stest")  # type: ignore[arg-type]
+    cluster.faults.append(Fault("POST", resource, "hang", after=True))
+    outcome = await launcher.run(k8s_spec())
+    assert outcome.status is LaunchStatus.EXITED
     assert _left(cluster) == {}
     api.api_client.close()  # type: ignore[no-untyped-call]
 
