@@ -31,8 +31,10 @@ def cluster() -> Iterator[FakeCluster]:
         fake.stop()
 
 
-def make_api(cluster: FakeCluster, *, request_seconds: float = 2.0) -> ClusterApi:
-    """The real client, configured for the fake, no urllib3 retries of its own."""
+def make_api(cluster: FakeCluster, *, request_seconds: float = 15.0) -> ClusterApi:
+    """The real client, configured for the fake, no urllib3 retries of its own. The request timeout is
+    long (a loaded machine must not turn a slow answer into a lost one) except where a test wants it
+    to fire."""
     configuration = client.Configuration(host=cluster.url)
     configuration.retries = 0
     return ClusterApi(

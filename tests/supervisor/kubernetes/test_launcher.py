@@ -153,7 +153,7 @@ async def test_a_create_that_keeps_failing_fails_the_launch_and_leaks_nothing(
     action: int | str,
 ) -> None:
     cluster.hang_seconds = 3
-    api = make_api(cluster, request_seconds=0.5)
+    api = make_api(cluster, request_seconds=0.5 if action == "hang" else 15.0)
     launcher = KubernetesLauncher(store.launches, api, k8s_config, supervisor_id="rtk8stest")  # type: ignore[arg-type]
     # Every other failure is injected after the object is made (its answer lost); a request that never
     # answers makes nothing, since one the launcher gave up on may land after its clean-up (then the
