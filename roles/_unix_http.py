@@ -1,4 +1,4 @@
-"""HTTP/1.1 requests over the launch's Unix socket, with anyio's streams and nothing else.
+"""HTTP/1.1 requests over the launch's Unix socket (or TLS over TCP), with anyio's streams and nothing else.
 
 The runner's MCP requests are small JSON POSTs to one server, the supervisor's, on one socket. An
 HTTP client library (``httpx2``, with its URL, cookie, auth and multipart machinery) costs more to
@@ -10,11 +10,16 @@ have reached the server: a connection idle longer than :data:`_IDLE_REUSE_SECOND
 server's keep-alive timeout, uvicorn's 5 s) is replaced before the request rather than found closed
 after it, and only a request whose send itself failed is sent again on a new connection. The model
 gateway, which only the ``openai`` provider uses, keeps ``httpx2``.
+
+:class:`TlsHttpClient` is the same client on a TLS connection over TCP, for a role pod on a cluster
+that reaches the supervisor's capability endpoint (``https://host:port``) instead of a socket: the
+certificate is checked against the CA file the launch was given, and the host name against it.
 """
 
 from __future__ import annotations
 
 import re
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,9 +27,9 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
-    from anyio.abc import SocketStream
+    from anyio.abc import ByteStream
 
-__all__ = ["MAX_BODY_BYTES", "HttpError", "Response", "UnixHttpClient"]
+__all__ = ["MAX_BODY_BYTES", "HttpError", "Response", "TlsHttpClient", "UnixHttpClient"]
 
 MAX_BODY_BYTES = 32 * 1024 * 1024
 """The largest response body read (the server's answers are far smaller; anything bigger is an error)."""
@@ -60,7 +65,7 @@ class Response:
 class _Reader:
     """Buffered reads from one stream."""
 
-    def __init__(self, stream: SocketStream):
+    def __init__(self, stream: ByteStream):
         self.stream = stream
         self.buffer = bytearray()
         self.eof = False
@@ -153,10 +158,7 @@ class UnixHttpClient:
 
     async def _exchange(self, request: bytes) -> Response:
         if self._reader is None:
-            try:
-                self._reader = _Reader(await anyio.connect_unix(self.socket))
-            except OSError as exc:
-                raise HttpError(f"cannot connect to {self.socket}: {exc.strerror or exc}") from None
+            self._reader = _Reader(await self._connect())
         reader = self._reader
         try:
             await reader.stream.send(request)
@@ -173,6 +175,30 @@ class UnixHttpClient:
         if headers.get("connection", "").lower() == "close":
             await self.aclose()
         return Response(status, headers, body)
+
+    async def _connect(self) -> ByteStream:
+        try:
+            return await anyio.connect_unix(self.socket)
+        except OSError as exc:
+            raise HttpError(f"cannot connect to {self.socket}: {exc.strerror or exc}") from None
+
+
+class TlsHttpClient(UnixHttpClient):
+    """The same requests to ``https://host:port``, the server's certificate checked by ``ssl_context``."""
+
+    def __init__(
+        self, host: str, port: int, *, ssl_context: ssl.SSLContext, headers: dict[str, str], timeout: float
+    ):
+        super().__init__(Path(), headers=headers, timeout=timeout)
+        self.host, self.port, self.ssl_context = host, port, ssl_context
+        name = f"[{host}]" if ":" in host else host
+        self.headers["Host"] = f"{name}:{port}"
+
+    async def _connect(self) -> ByteStream:
+        try:
+            return await anyio.connect_tcp(self.host, self.port, ssl_context=self.ssl_context)
+        except (OSError, ssl.SSLError) as exc:
+            raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
 
 
 def _head(data: bytes) -> tuple[int, dict[str, str]]:

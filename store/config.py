@@ -22,6 +22,7 @@ __all__ = [
     "EMBEDDED_PROVIDERS",
     "VOTING_ROLES",
     "ContainerConfig",
+    "KubernetesConfig",
     "OpenAIProviderConfig",
     "PolicyConfig",
     "ProjectConfig",
@@ -167,6 +168,38 @@ class _Supervisor(_Strict):
     max_concurrent_launches: int = Field(default=4, ge=1, le=64)
     warm_pool: int = Field(default=2, ge=0, le=64)
     """Role containers ``roundtable serve`` keeps started and waiting for a launch (0: none)."""
+    launcher: Literal["docker", "kubernetes"] = "docker"
+    """Where launches run: the local Docker engine, or a cluster (``[kubernetes]``)."""
+
+
+_K8S_NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+_QUANTITY = r"^[0-9]{1,12}(\.[0-9]{1,6})?(Ki|Mi|Gi|Ti|k|M|G|T|m)?$"
+
+
+class KubernetesConfig(_Strict):
+    """How launches run on a cluster (``[kubernetes]``; used when ``[supervisor] launcher`` says so)."""
+
+    namespace: str = Field(default="roundtable", pattern=_K8S_NAME)
+    capability_url: str = Field(default="", max_length=2048)
+    """The supervisor's capability endpoint as the pods reach it: ``https://host:port``, TLS only."""
+    ca_file: str = ""
+    """The PEM file of the CA that signed the endpoint's certificate (given to each pod)."""
+    image: str = ""
+    """The role image as the cluster pulls it (empty: the role's own ``image``)."""
+    image_pull_policy: Literal["Always", "IfNotPresent", "Never"] = "IfNotPresent"
+    memory_limit: str = ""
+    """Caps the memory a launch gets (empty: the role's own ``memory_limit``)."""
+    cpus: float | None = Field(default=None, gt=0, le=64)
+    ephemeral_storage: str = Field(default="256Mi", pattern=_QUANTITY)
+    tmp_size: str = Field(default="64Mi", pattern=_QUANTITY)
+    supervisor_selector: dict[str, str] = Field(
+        default_factory=lambda: {"app.kubernetes.io/name": "roundtable-supervisor"}
+    )
+    """The labels of the supervisor's pods: the only ones a role pod's NetworkPolicy lets it reach."""
+    dns: bool = True
+    """Let role pods ask the cluster's DNS (kube-system, port 53), to resolve the endpoint's name."""
+    kubeconfig: str = ""
+    """A kubeconfig file (empty: the in-cluster service account, else ``~/.kube/config``)."""
 
 
 class StoreConfig(_Strict):
@@ -201,6 +234,7 @@ class ProjectConfig(_Strict):
     agents: dict[str, str] = Field(default_factory=_default_agents)
     supervisor: _Supervisor = Field(default_factory=_Supervisor)
     store: StoreConfig = Field(default_factory=StoreConfig)
+    kubernetes: KubernetesConfig = Field(default_factory=KubernetesConfig)
     launches: dict[str, ReviewerLaunchConfig] = Field(default_factory=dict)
     """Roster agents that run in a container when a review round runs, by agent ID."""
 
@@ -213,6 +247,13 @@ class ProjectConfig(_Strict):
                     f"launches.{agent_id}: a launched reviewer must be a roster agent in a voting role "
                     f"({', '.join(sorted(VOTING_ROLES))}); [agents] has it as {role!r}"
                 )
+        if self.supervisor.launcher == "kubernetes" and not self.kubernetes.capability_url.startswith(
+            "https://"
+        ):
+            raise ValueError(
+                'kubernetes.capability_url: [supervisor] launcher = "kubernetes" needs the https:// URL '
+                "of the supervisor's capability endpoint (tokens never cross a network in clear)"
+            )
         return self
 
 
@@ -281,6 +322,8 @@ max_concurrent_launches = 4           # role containers running at once
 warm_pool = 2                         # containers `roundtable serve` keeps started for the next
                                       # launches (no grant, no token); they count against the
                                       # limit above; 0 disables
+launcher = "docker"                   # "docker" (the local engine) or "kubernetes" ([kubernetes]
+                                      # below; see docs/kubernetes.md)
 
 [store]
 url = ""                              # "" (the SQLite file .roundtable/roundtable.db) or
@@ -289,6 +332,20 @@ url = ""                              # "" (the SQLite file .roundtable/roundtab
 schema = ""                           # PostgreSQL: this project's schema ("": rt_ and a hash of the
                                       # project root); set it, the same on every host, when several
                                       # hosts share the project (see docs/scaling.md)
+
+[kubernetes]                          # used when [supervisor] launcher = "kubernetes"
+namespace = "roundtable"              # where role pods, their Secrets and NetworkPolicies go
+capability_url = ""                   # https://host:port of `roundtable serve --tls-cert ...` as
+                                      # pods reach it (required for the kubernetes launcher)
+ca_file = ""                          # PEM CA of that endpoint's certificate, handed to each pod
+image = ""                            # the role image as the cluster pulls it ("": the role's image)
+image_pull_policy = "IfNotPresent"
+memory_limit = ""                     # "": the role's memory_limit (cpus = 1.0, absent: the role's)
+ephemeral_storage = "256Mi"           # the pod's ephemeral-storage limit
+tmp_size = "64Mi"                     # the size of its /tmp (an in-memory emptyDir)
+dns = true                            # let role pods query the cluster DNS (port 53)
+kubeconfig = ""                       # "": in-cluster service account, else ~/.kube/config
+supervisor_selector = { "app.kubernetes.io/name" = "roundtable-supervisor" }
 
 [agents]                              # the default roster; review candidates come from it
 "implementer-1" = "Implementer"

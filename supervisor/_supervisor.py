@@ -53,6 +53,7 @@ from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableErro
 from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
 from store.work import ProposalStatus
+from supervisor._launchers import configured_launcher
 from supervisor.docker import Claimed, DockerLauncher, Launcher, PooledContainer, Spawn, WarmPool
 from supervisor.launch import (
     LaunchLimits,
@@ -105,11 +106,8 @@ class Supervisor:
         self.runtime = runtime or RuntimeRoot(self.supervisor_id)
         self._owns_launcher = launcher is None
         self._owner = OwnerLock(self.runtime.path.parent / "owners" / self.supervisor_id[:12])
-        self.launcher: Launcher = launcher or DockerLauncher(
-            store.launches,
-            supervisor_id=self.supervisor_id,
-            runtime=self.runtime,
-            owners=self._owner.directory,
+        self.launcher: Launcher = launcher or configured_launcher(
+            store, supervisor_id=self.supervisor_id, runtime=self.runtime, owner=self._owner
         )
         self._limiter = anyio.CapacityLimiter(store.config.supervisor.max_concurrent_launches)
         self._model_transport = model_transport
@@ -145,8 +143,9 @@ class Supervisor:
         """Release the owner lock and the engine connection (launches in flight clean up after
         themselves, in their own tasks)."""
         self._owner.release()
-        if self._owns_launcher and isinstance(self.launcher, DockerLauncher):
-            await self.launcher.aclose()
+        closer = getattr(self.launcher, "aclose", None) if self._owns_launcher else None
+        if closer is not None:
+            await closer()
 
     @asynccontextmanager
     async def warm(self, size: int | None = None) -> AsyncIterator[WarmPool | None]:

@@ -5,12 +5,21 @@ supervisor died."""
 from __future__ import annotations
 
 from supervisor.docker._client import DockerClient
-from supervisor.docker._hooks import Claimed, PhaseHook, Spawn
+from supervisor.docker._ending import (
+    Abort,
+    RunningLaunches,
+    check_requested,
+    record_abort,
+    record_end,
+    recover,
+)
+from supervisor.docker._hooks import Claimed, PhaseHook, Spawn, call_hook, call_hook_quietly, failure_reason
 from supervisor.docker._launcher import DockerLauncher, Launcher
 from supervisor.docker._pool import PooledContainer, WarmPool
 from supervisor.docker._reaper import OrphanHook, ReapReport, reap
 
 __all__ = [
+    "Abort",
     "Claimed",
     "DockerClient",
     "DockerLauncher",
@@ -19,7 +28,15 @@ __all__ = [
     "PhaseHook",
     "PooledContainer",
     "ReapReport",
+    "RunningLaunches",
     "Spawn",
     "WarmPool",
+    "call_hook",
+    "call_hook_quietly",
+    "check_requested",
+    "failure_reason",
     "reap",
+    "record_abort",
+    "record_end",
+    "recover",
 ]

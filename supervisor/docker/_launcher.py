@@ -32,10 +32,11 @@ from typing import Any, ParamSpec, Protocol, TypeVar
 import anyio
 import structlog
 
-from store.errors import Conflict, LaunchFailed, RoundtableError
-from store.launches import MAX_LOG_TAIL_BYTES, Launch, LaunchStatus, LaunchStore, bounded_tail
+from store.errors import LaunchFailed, RoundtableError
+from store.launches import MAX_LOG_TAIL_BYTES, LaunchStatus, LaunchStore
 from supervisor.docker._client import DockerClient
-from supervisor.docker._hooks import Claimed, PhaseHook, Spawn, call_hook, call_hook_quietly, failure_reason
+from supervisor.docker._ending import RunningLaunches, record_abort, record_end, recover
+from supervisor.docker._hooks import Claimed, PhaseHook, Spawn, call_hook
 from supervisor.docker._reaper import OrphanHook, ReapReport, reap
 from supervisor.launch import (
     ContainerOutcome,
@@ -45,7 +46,10 @@ from supervisor.launch import (
     RuntimeRoot,
     container_kwargs,
     container_name,
+    end_status,
     live_owners,
+    redacted_tail,
+    tail_margin,
 )
 
 __all__ = [
@@ -65,7 +69,6 @@ _log = structlog.get_logger("roundtable.launcher")
 
 _KILL_GRACE_SECONDS = 15.0
 _LOG_TAIL_LINES = 2_000
-_REDACTED = "[redacted]"
 
 
 class Launcher(Protocol):
@@ -101,7 +104,7 @@ class _Attempt:
     spawn: Spawn | None = None
 
 
-class DockerLauncher:
+class DockerLauncher(RunningLaunches):
     """Runs role containers on the local Docker engine and records every launch.
 
     ``supervisor_id`` labels every container (see :func:`~supervisor.launch_spec.supervisor_id_for`);
@@ -121,19 +124,12 @@ class DockerLauncher:
     ):
         """``owners`` is the directory of the supervisors' owner locks: the reaper keeps a warm
         pool's containers whose owner still lives (without it, it keeps none)."""
-        self.launches = launches
-        self.supervisor_id = supervisor_id
+        super().__init__(
+            launches, supervisor_id=supervisor_id, cleanup_seconds=cleanup_seconds, log_bytes=log_bytes
+        )
         self.docker = docker or DockerClient()
         self.runtime = runtime
-        self.cleanup_seconds = cleanup_seconds
-        self.log_bytes = log_bytes
         self.owners = owners
-        self._running: set[str] = set()
-
-    @property
-    def running(self) -> frozenset[str]:
-        """Launch ids this launcher is running now (the reaper leaves them alone)."""
-        return frozenset(self._running)
 
     async def aclose(self) -> None:
         """Close the engine connection."""
@@ -167,20 +163,9 @@ class DockerLauncher:
         is not ``requested``, or whose record names another role, proposal or image, is a
         :class:`Conflict` and is left untouched.
         """
-        launch = await self._store(self.launches.get, spec.launch_id)
-        self._check_matches(spec, launch)
-        self._running.add(spec.launch_id)
-        try:
-            return await self._run(_Attempt(spec, claimed=claimed, spawn=spawn), on_phase)
-        finally:
-            self._running.discard(spec.launch_id)
-
-    def _check_matches(self, spec: LaunchSpec, launch: Launch) -> None:
-        if launch.status is not LaunchStatus.REQUESTED or spec.launch_id in self._running:
-            raise Conflict(f"launch {spec.launch_id} is {launch.status}; only a requested launch can run")
-        recorded = (launch.role, launch.proposal_id, launch.image)
-        if recorded != (spec.role, spec.proposal_id, spec.image):
-            raise Conflict(f"the spec of {spec.launch_id} does not match its record {recorded}")
+        return await self._tracked(
+            spec, partial(self._run, _Attempt(spec, claimed=claimed, spawn=spawn), on_phase)
+        )
 
     async def _run(self, attempt: _Attempt, on_phase: PhaseHook | None) -> ContainerOutcome:
         spec = attempt.spec
@@ -218,20 +203,11 @@ class DockerLauncher:
             with anyio.move_on_after(self.cleanup_seconds, shield=True):
                 return await self._finish(attempt, exit_code, on_phase)
             raise LaunchFailed(f"recording the end of {spec.launch_id} took over {self.cleanup_seconds}s")
-        except anyio.get_cancelled_exc_class():
-            log.warning("launch_cancelled", stage=attempt.stage)
-            with anyio.move_on_after(self.cleanup_seconds, shield=True):
-                await self._abort(attempt, LaunchStatus.CANCELLED, "cancelled", None, on_phase)
-            raise
-        except Exception as exc:
-            error = exc if isinstance(exc, RoundtableError) else LaunchFailed(f"{attempt.stage}: {exc}")
-            reason = failure_reason(attempt.stage, error)
-            log.error("launch_failed", stage=attempt.stage, error=error.message)
-            with anyio.move_on_after(self.cleanup_seconds, shield=True):
-                await self._abort(attempt, LaunchStatus.FAILED, reason, error.message, on_phase)
-            if error is exc:
-                raise
-            raise error from exc
+        except BaseException as exc:
+            abort = partial(self._abort, attempt, on_phase=on_phase)
+            await recover(
+                exc, stage=attempt.stage, abort=abort, cleanup_seconds=self.cleanup_seconds, log=log
+            )
 
     async def _finish(
         self, attempt: _Attempt, exit_code: int | None, on_phase: PhaseHook | None
@@ -250,37 +226,18 @@ class DockerLauncher:
         log_tail = await self._log_tail(container_id, spec, warnings)
         if attempt.spawn is None:
             await self._remove(container_id, warnings)
-        if attempt.timed_out:
-            status, reason = LaunchStatus.TIMEOUT, "deadline_exceeded"
-        elif oom:
-            status, reason = LaunchStatus.FAILED, "oom"
-        elif exit_code == 0:
-            status, reason = LaunchStatus.EXITED, None
-        else:
-            status, reason = LaunchStatus.FAILED, "nonzero_exit"
-        await self._store(
-            self.launches.finish,
-            spec.launch_id,
-            status,
-            exit_code=exit_code,
-            reason=reason,
-            log_tail=log_tail,
-        )
-        _log.info("launch_ended", launch_id=spec.launch_id, status=str(status), exit_code=exit_code, oom=oom)
-        if attempt.spawn is not None:
-            attempt.spawn(partial(self._remove_quietly, container_id))
-        await call_hook_quietly(on_phase, LaunchPhase.ENDED, spec.launch_id)  # the record is final already
-        return ContainerOutcome(
-            launch_id=spec.launch_id,
-            status=status,
-            exit_code=exit_code,
-            reason=reason,
-            oom_killed=oom,
-            container_id=container_id,
-            log_tail=log_tail,
-            seconds=time.monotonic() - attempt.started,
-            warnings=tuple(warnings),
-        )
+        status, reason = end_status(timed_out=attempt.timed_out, oom=oom, exit_code=exit_code)
+        spawn = attempt.spawn
+        return await record_end(
+            self.launches,
+            spec,
+            {"status": status, "reason": reason, "exit_code": exit_code, "oom": oom,
+             "container_id": container_id, "log_tail": log_tail},
+            started=attempt.started,
+            warnings=warnings,
+            on_phase=on_phase,
+            recorded=None if spawn is None else lambda: spawn(partial(self._remove_quietly, container_id)),
+        )  # fmt: skip
 
     async def _abort(
         self,
@@ -301,20 +258,12 @@ class DockerLauncher:
             if attempt.container_id is not None and attempt.stage in ("wait", "finish"):
                 log_tail = await self._log_tail(target, spec, warnings)
             await self._remove(target, warnings)
-        await call_hook_quietly(on_phase, LaunchPhase.STOPPED, spec.launch_id)
-        try:
-            await self._store(
-                self.launches.finish, spec.launch_id, status, reason=reason, error=error, log_tail=log_tail
-            )
-        except RoundtableError as exc:  # e.g. already final when only the last hook failed
-            _log.error("launch_record_failed", launch_id=spec.launch_id, error=exc.message)
-        await call_hook_quietly(on_phase, LaunchPhase.ENDED, spec.launch_id)
-        for warning in warnings:
-            _log.warning("cleanup_incomplete", launch_id=spec.launch_id, detail=warning)
+        end = (status, reason, error)
+        await record_abort(self.launches, spec, end, log_tail=log_tail, warnings=warnings, on_phase=on_phase)
 
     async def _log_tail(self, container: str, spec: LaunchSpec, warnings: list[str]) -> str:
         # Read a little more than we keep, so a secret cut at the edge is still whole when redacted.
-        margin = max((len(secret.encode()) for secret in spec.redact), default=0)
+        margin = tail_margin(spec.redact)
         try:
             raw = await self.docker.logs(
                 container, max_bytes=self.log_bytes + margin, tail_lines=_LOG_TAIL_LINES
@@ -322,11 +271,7 @@ class DockerLauncher:
         except RoundtableError as exc:
             warnings.append(f"could not read the logs: {exc.message}")
             return ""
-        text = raw.decode("utf-8", errors="replace")
-        for secret in sorted(spec.redact, key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, _REDACTED)
-        return bounded_tail(text, self.log_bytes)
+        return redacted_tail(raw, spec.redact, self.log_bytes)
 
     async def _remove_quietly(self, container: str) -> None:
         """A background removal: what fails is logged, and the reaper finishes it at the next start."""

@@ -12,6 +12,7 @@ from supervisor.launch._client_config import (
     client_environment,
     mcp_client_config,
 )
+from supervisor.launch._ending import end_status, redacted_tail, tail_margin
 from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._plan import LaunchPlan
 from supervisor.launch._progress import PhaseReporter, report_phase
@@ -30,6 +31,7 @@ from supervisor.launch._spec import (
     LaunchSpec,
     container_kwargs,
     container_name,
+    parse_memory,
     supervisor_id_for,
 )
 
@@ -55,10 +57,14 @@ __all__ = [
     "client_environment",
     "container_kwargs",
     "container_name",
+    "end_status",
     "launch_socket",
     "live_owners",
     "mcp_client_config",
+    "parse_memory",
+    "redacted_tail",
     "report_phase",
     "supervisor_id_for",
+    "tail_margin",
     "unwrap_error",
 ]
