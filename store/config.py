@@ -167,6 +167,8 @@ class _Supervisor(_Strict):
     max_concurrent_launches: int = Field(default=4, ge=1, le=64)
     warm_pool: int = Field(default=2, ge=0, le=64)
     """Role containers ``roundtable serve`` keeps started and waiting for a launch (0: none)."""
+    lease_ttl_seconds: float = Field(default=15.0, ge=3.0, le=600.0)
+    """PostgreSQL store: how long a supervisor's lease lives past its last heartbeat (every ttl/4)."""
 
 
 class StoreConfig(_Strict):
@@ -281,6 +283,9 @@ max_concurrent_launches = 4           # role containers running at once
 warm_pool = 2                         # containers `roundtable serve` keeps started for the next
                                       # launches (no grant, no token); they count against the
                                       # limit above; 0 disables
+lease_ttl_seconds = 15                # PostgreSQL store: a supervisor whose lease is not renewed
+                                      # (heartbeat every ttl/4) for this long is dead; others then
+                                      # reap its launches (see docs/scaling.md)
 
 [store]
 url = ""                              # "" (the SQLite file .roundtable/roundtable.db) or

@@ -8,7 +8,14 @@ from supervisor.docker._client import DockerClient
 from supervisor.docker._hooks import Claimed, PhaseHook, Spawn
 from supervisor.docker._launcher import DockerLauncher, Launcher
 from supervisor.docker._pool import PooledContainer, WarmPool
-from supervisor.docker._reaper import OrphanHook, ReapReport, reap
+from supervisor.docker._reaper import (
+    OrphanHook,
+    ReapReport,
+    reap,
+    reap_expired_owners,
+    take_ownership,
+    watch_expired_owners,
+)
 
 __all__ = [
     "Claimed",
@@ -22,4 +29,7 @@ __all__ = [
     "Spawn",
     "WarmPool",
     "reap",
+    "reap_expired_owners",
+    "take_ownership",
+    "watch_expired_owners",
 ]
