@@ -42,9 +42,8 @@ _MAX_TTL = 3600.0
 
 
 class LeaseLost(Conflict):
-    """The lease expired (or was reaped) before it was renewed: its owner no longer owns anything."""
-
-    code = "lease_lost"
+    """The lease expired (or was reaped) before it was renewed: its owner no longer owns anything
+    (code ``conflict``: the state moved on without it)."""
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def test_an_expired_lease_is_never_renewed(store: Store) -> None:
     assert leases.live(["1-aaaaaaaa"]) == set()
     with pytest.raises(LeaseLost) as raised:
         leases.renew("1-aaaaaaaa")
-    assert raised.value.code == "lease_lost"
+    assert raised.value.code == "conflict"
     with pytest.raises(LeaseLost):
         leases.renew("9-ffffffff")  # never held
 
