@@ -21,6 +21,7 @@ launches; an expired lease is never revived, so the supervisor must be restarted
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 import threading
@@ -44,7 +45,9 @@ class OwnerLease:
         self.leases = leases
         self.ttl = float(ttl_seconds)
         self.interval = self.ttl / 4
-        self.host = host or socket.gethostname() or "unknown"
+        # A label, as the store takes it: anything else in a host name becomes '-'.
+        self.host = re.sub(r"[^A-Za-z0-9._:-]", "-", host or socket.gethostname() or "unknown")[:120]
+        self.host = self.host if self.host[:1].isalnum() else f"h{self.host}"
         self.engine = ""
         """The Docker engine ID the owner's containers run on; set before :meth:`acquire`."""
         self.name = f"{os.getpid()}-{secrets.token_hex(4)}"

@@ -110,3 +110,8 @@ def test_a_supervisor_that_lost_its_lease_claims_nothing(store: Store) -> None:
         assert lease.leases.live([lease.name]) == set()
     finally:
         lease.release()
+
+
+def test_a_host_name_becomes_a_label(store: Store) -> None:
+    lease = OwnerLease(LeaseStore(store.launches), ttl_seconds=3, host="-odd host/name")
+    assert lease.host == "h-odd-host-name"
