@@ -170,7 +170,8 @@ def _check_reaped(store: Store, docker_sdk: Any, launch_id: str, expires_at: flo
     assert grants
     assert all(g["revoked_at"] and g["revoked_reason"] == LEASE_EXPIRED for g in grants)
     label = {"label": f"roundtable.launch={launch_id}"}
-    _wait("A's container to be removed", lambda: not docker_sdk.containers.list(all=True, filters=label))
+    # The low-level list: the high-level one inspects each container and fails on one being removed.
+    _wait("A's container to be removed", lambda: not docker_sdk.api.containers(all=True, filters=label))
 
 
 def _check_writes(store: Store, a: Worker, b: Worker, proposal_id: str) -> None:
@@ -265,10 +266,9 @@ def test_a_killed_supervisors_launches_are_reaped_by_the_other_after_its_lease_e
             worker.stop()
         forwarder.close()
         for proposal_id in proposals:  # what a failure left behind
-            for container in docker_sdk.containers.list(
-                all=True, filters={"label": f"roundtable.proposal={proposal_id}"}
-            ):
-                container.remove(force=True)
+            label = {"label": f"roundtable.proposal={proposal_id}"}
+            for container in docker_sdk.api.containers(all=True, filters=label):
+                docker_sdk.api.remove_container(container["Id"], force=True)
 
 
 def _iso(epoch: float) -> str:
