@@ -53,6 +53,7 @@ class OwnerLease:
         self.name = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._renewed_at: float | None = None  # monotonic start of the last renewal that succeeded
         self._lost = False
+        self._held = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -63,8 +64,10 @@ class OwnerLease:
         return not self._lost and renewed is not None and time.monotonic() - renewed < self.ttl
 
     def check(self) -> None:
-        """Raise :class:`LeaseLost` unless the lease is :attr:`valid` (call it before a launch)."""
-        if not self.valid:
+        """Raise :class:`LeaseLost` when the lease lapsed or was lost while held (call it before a
+        launch). Before :meth:`acquire` and after :meth:`release` it says nothing, as a lock that is
+        not held says nothing: the supervisor is not started, and claims no launch."""
+        if self._held and not self.valid:
             raise LeaseLost(
                 f"supervisor {self.name} could not renew its lease within {self.ttl:g}s; other supervisors"
                 " may have reaped its launches, so it starts none: restart it"
@@ -75,6 +78,7 @@ class OwnerLease:
         started = time.monotonic()
         self.leases.acquire(self.name, host=self.host, engine=self.engine, ttl_seconds=self.ttl)
         self._renewed_at = started
+        self._held = True
         self._stop.clear()
         self._thread = threading.Thread(target=self._beat, name=f"lease-{self.name}", daemon=True)
         self._thread.start()
@@ -96,6 +100,7 @@ class OwnerLease:
     def release(self) -> None:
         """Stop the heartbeat and delete the lease (a clean stop: nothing of ours is left to reap)."""
         self._stop.set()
+        self._held = False
         if self._thread is not None:
             self._thread.join(timeout=self.ttl)
             self._thread = None

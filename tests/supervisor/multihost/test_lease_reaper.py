@@ -100,6 +100,7 @@ def test_the_heartbeat_renews_the_lease(store: Store) -> None:
 
 def test_a_supervisor_that_lost_its_lease_claims_nothing(store: Store) -> None:
     lease = OwnerLease(LeaseStore(store.launches), ttl_seconds=3, host="host-a")
+    lease.check()  # not started yet: nothing held, nothing to refuse (as with a lock)
     lease.acquire()
     try:
         _expire(store, lease.name)  # a reaper may already have failed its launches
