@@ -171,6 +171,9 @@ class _Supervisor(_Strict):
     launcher: Literal["docker", "kubernetes"] = "docker"
     """Where launches run: the local Docker engine, or a cluster (``[kubernetes]``)."""
 
+    lease_ttl_seconds: float = Field(default=15.0, ge=3.0, le=600.0)
+    """PostgreSQL store: how long a supervisor's lease lives past its last heartbeat (every ttl/4)."""
+
 
 _K8S_NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 _QUANTITY = r"^[0-9]{1,12}(\.[0-9]{1,6})?(Ki|Mi|Gi|Ti|k|M|G|T|m)?$"
@@ -324,6 +327,9 @@ warm_pool = 2                         # containers `roundtable serve` keeps star
                                       # limit above; 0 disables
 launcher = "docker"                   # "docker" (the local engine) or "kubernetes" ([kubernetes]
                                       # below; see docs/kubernetes.md)
+lease_ttl_seconds = 15                # PostgreSQL store: a supervisor whose lease is not renewed
+                                      # (heartbeat every ttl/4) for this long is dead; others then
+                                      # reap its launches (see docs/scaling.md)
 
 [store]
 url = ""                              # "" (the SQLite file .roundtable/roundtable.db) or

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from functools import partial
-
 from store import Store
 from supervisor.docker import DockerLauncher, Launcher
-from supervisor.launch import OwnerLock, RuntimeRoot, live_owners
+from supervisor.launch import Ownership, RuntimeRoot
 
 __all__ = ["configured_launcher"]
 
 
 def configured_launcher(
-    store: Store, *, supervisor_id: str, runtime: RuntimeRoot, owner: OwnerLock
+    store: Store, *, supervisor_id: str, runtime: RuntimeRoot, owner: Ownership
 ) -> Launcher:
     """The Docker launcher, or with ``launcher = "kubernetes"`` the cluster's (whose client is imported
-    only then). Both reap by the same notion of ownership: ``owner``'s lock, held while it lives."""
+    only then). Both reap by the same notion of ownership: ``owner``'s lock (SQLite) or lease
+    (PostgreSQL), held while it lives."""
     if store.config.supervisor.launcher == "kubernetes":
         from supervisor.kubernetes import kubernetes_launcher
 
@@ -24,8 +23,6 @@ def configured_launcher(
             store.config.kubernetes,
             supervisor_id=supervisor_id,
             owner=owner.name,
-            live_owners=partial(live_owners, owner.directory),
+            live_owners=owner.live,
         )
-    return DockerLauncher(
-        store.launches, supervisor_id=supervisor_id, runtime=runtime, owners=owner.directory
-    )
+    return DockerLauncher(store.launches, supervisor_id=supervisor_id, runtime=runtime, ownership=owner)

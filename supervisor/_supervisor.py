@@ -24,7 +24,8 @@ before the failure stay: they were real.
 
 Launches run concurrently up to ``[supervisor] max_concurrent_launches``. At start the supervisor
 reaps what a previous one left behind: labelled containers, runtime directories, launches still
-marked active (failed as ``supervisor_restarted``) and their grants (revoked).
+marked active (failed as ``supervisor_restarted``) and their grants (revoked). On a PostgreSQL store
+ownership is a heartbeat lease (:mod:`supervisor.launch._lease`), and only expired owners are reaped.
 
 A long-running supervisor (``roundtable serve``) runs inside :meth:`Supervisor.warm`: a warm pool
 (:class:`~supervisor.docker.WarmPool`, ``[supervisor] warm_pool`` containers, counted against
@@ -53,6 +54,7 @@ from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableErro
 from store.events import Event, list_events
 from store.launches import Launch, LaunchStatus
 from store.work import ProposalStatus
+from supervisor import docker as docker_side  # the lease helpers: take_ownership, watch_expired_owners
 from supervisor._launchers import configured_launcher
 from supervisor.docker import Claimed, DockerLauncher, Launcher, PooledContainer, Spawn, WarmPool
 from supervisor.launch import (
@@ -62,11 +64,10 @@ from supervisor.launch import (
     LaunchResult,
     LaunchRuntimeDir,
     LaunchSpec,
-    OwnerLock,
     PhaseReporter,
     RuntimeRoot,
     launch_socket,
-    live_owners,
+    owner_for,
     report_phase,
     supervisor_id_for,
     unwrap_error,
@@ -105,7 +106,7 @@ class Supervisor:
         self.supervisor_id = supervisor_id_for(store.paths.root)
         self.runtime = runtime or RuntimeRoot(self.supervisor_id)
         self._owns_launcher = launcher is None
-        self._owner = OwnerLock(self.runtime.path.parent / "owners" / self.supervisor_id[:12])
+        self._owner = owner_for(store, self.runtime.path.parent / "owners" / self.supervisor_id[:12])
         self.launcher: Launcher = launcher or configured_launcher(
             store, supervisor_id=self.supervisor_id, runtime=self.runtime, owner=self._owner
         )
@@ -127,14 +128,11 @@ class Supervisor:
         """Reap what a previous supervisor left: containers, directories, active launches, grants.
 
         Launches of another live supervisor process on this project are left alone."""
-        # The owner lock lives beside the runtime directories: make sure that private (0700, ours)
-        # base exists first, so nobody else can have created the directory the lock goes in.
+        # The owner lock lives in the private (0700, ours) runtime base: create it first, so nobody else can.
         await anyio.to_thread.run_sync(self.runtime.ensure)
-        await anyio.to_thread.run_sync(self._owner.acquire)
+        await docker_side.take_ownership(self._owner, getattr(self.launcher, "docker", None))
         active = await self.store.db.run(self.store.launches.active)
-        owners = await anyio.to_thread.run_sync(
-            live_owners, self._owner.directory, [launch.owner for launch in active if launch.owner]
-        )
+        owners = await anyio.to_thread.run_sync(self._owner.live, [a.owner for a in active if a.owner])
         alive = [launch.id for launch in active if launch.owner in owners]
         report = await self.launcher.reap(on_orphan=self._revoke_orphan, keep=alive)
         _log.info("supervisor_started", supervisor_id=self.supervisor_id, reaped=str(report))
@@ -142,7 +140,7 @@ class Supervisor:
     async def aclose(self) -> None:
         """Release the owner lock and the engine connection (launches in flight clean up after
         themselves, in their own tasks)."""
-        self._owner.release()
+        await anyio.to_thread.run_sync(self._owner.release)  # a lease's release is a store write
         closer = getattr(self.launcher, "aclose", None) if self._owns_launcher else None
         if closer is not None:
             await closer()
@@ -155,7 +153,8 @@ class Supervisor:
         size = self.store.config.supervisor.warm_pool if size is None else size
         async with anyio.create_task_group() as background:
             self._background, self._spawn = background, background.start_soon
-            pool_scope = anyio.CancelScope()
+            pool_scope, watch = anyio.CancelScope(), anyio.CancelScope()
+            background.start_soon(docker_side.watch_expired_owners, self.launcher, self._owner, watch)
             try:
                 if size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None:
                     self.pool = WarmPool(
@@ -178,6 +177,7 @@ class Supervisor:
             finally:
                 self._background = self._spawn = None
                 pool_scope.cancel()
+                watch.cancel()
         self.pool = None
 
     async def _revoke_orphan(self, launch_id: str) -> None:
@@ -241,6 +241,7 @@ class Supervisor:
         Waits for a slot first (``max_concurrent_launches``): a warm pool's container of the plan
         comes with its own; the launch is recorded when it has one.
         """
+        self._owner.check()  # a supervisor that lost its lease starts nothing
         pool = self.pool  # the one that lent the slot, even if it stops meanwhile
         slot = await pool.lend(plan) if pool is not None else None
         borrower = slot or object()

@@ -17,6 +17,7 @@ from store.access._grants import (
     TokenKind,
     TokenRecord,
     require_live_grant,
+    revoke_for_launch_in,
     revoke_for_proposal_in,
 )
 
@@ -33,5 +34,6 @@ __all__ = [
     "TokenKind",
     "TokenRecord",
     "require_live_grant",
+    "revoke_for_launch_in",
     "revoke_for_proposal_in",
 ]

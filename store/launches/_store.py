@@ -339,20 +339,15 @@ class LaunchStore:
                 f"SELECT id FROM role_launches WHERE status IN ({marks}) ORDER BY requested_at, id",
                 [str(s) for s in ACTIVE_STATUSES],
             ).fetchall()
-            return [
-                self._move(
-                    row["id"],
-                    LaunchStatus.FAILED,
-                    "role.failed",
-                    {"ended_at": None, "reason": reason},
-                    {"status": "failed", "exit_code": None, "reason": reason, "error": None},
-                    conn,
-                )
-                for row in rows
-                if row["id"] not in kept
-            ]
+            return [self.fail_in(conn, row["id"], reason) for row in rows if row["id"] not in kept]
 
         return self.db.write(write)
+
+    def fail_in(self, conn: sqlite3.Connection, launch_id: str, reason: str) -> Launch:
+        """Fail an active launch with ``reason`` in the caller's write transaction (the reapers' move)."""
+        payload = {"status": "failed", "exit_code": None, "reason": reason, "error": None}
+        columns = {"ended_at": None, "reason": reason}
+        return self._move(launch_id, LaunchStatus.FAILED, "role.failed", columns, payload, conn)
 
     # -- internals ---------------------------------------------------------------------------------
 

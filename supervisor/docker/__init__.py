@@ -16,7 +16,14 @@ from supervisor.docker._ending import (
 from supervisor.docker._hooks import Claimed, PhaseHook, Spawn, call_hook, call_hook_quietly, failure_reason
 from supervisor.docker._launcher import DockerLauncher, Launcher
 from supervisor.docker._pool import PooledContainer, WarmPool
-from supervisor.docker._reaper import OrphanHook, ReapReport, reap
+from supervisor.docker._reaper import (
+    OrphanHook,
+    ReapReport,
+    reap,
+    reap_expired_owners,
+    take_ownership,
+    watch_expired_owners,
+)
 
 __all__ = [
     "Abort",
@@ -36,7 +43,10 @@ __all__ = [
     "check_requested",
     "failure_reason",
     "reap",
+    "reap_expired_owners",
     "record_abort",
     "record_end",
     "recover",
+    "take_ownership",
+    "watch_expired_owners",
 ]

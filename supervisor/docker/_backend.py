@@ -50,6 +50,9 @@ class DockerBackend(Protocol):
     def ping(self) -> None:
         """Raise unless the engine answers."""
 
+    def engine_id(self) -> str:
+        """The engine's identity (``docker info``'s ``ID``, else its ``Name``)."""
+
     def create(self, kwargs: Mapping[str, Any]) -> str:
         """``containers.create(**kwargs)``; return the new container's id."""
 
@@ -97,6 +100,10 @@ class SdkDockerBackend:
 
     def ping(self) -> None:
         self._client.ping()
+
+    def engine_id(self) -> str:
+        info = self._client.info()
+        return str(info.get("ID") or info.get("Name") or "")
 
     def create(self, kwargs: Mapping[str, Any]) -> str:
         return str(self._client.containers.create(**kwargs).id)

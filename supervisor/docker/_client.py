@@ -241,6 +241,10 @@ class DockerClient:
         """Succeed when the engine answers; :class:`DockerUnavailable` otherwise."""
         await self._call("ping", lambda backend: backend.ping())
 
+    async def engine_id(self) -> str:
+        """The engine's identity (``docker info`` ID): which engine a supervisor's containers run on."""
+        return await self._call("reading the engine's identity", lambda backend: backend.engine_id())
+
     async def create(self, kwargs: Mapping[str, Any]) -> str:
         """Create a container (idempotent per container name); return its id."""
         return await self._call(

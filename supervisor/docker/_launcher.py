@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 import anyio
@@ -43,11 +42,12 @@ from supervisor.launch import (
     LaunchLimits,
     LaunchPhase,
     LaunchSpec,
+    OwnerLease,
+    Ownership,
     RuntimeRoot,
     container_kwargs,
     container_name,
     end_status,
-    live_owners,
     redacted_tail,
     tail_margin,
 )
@@ -120,16 +120,17 @@ class DockerLauncher(RunningLaunches):
         runtime: RuntimeRoot | None = None,
         cleanup_seconds: float = 60.0,
         log_bytes: int = MAX_LOG_TAIL_BYTES,
-        owners: Path | None = None,
+        ownership: Ownership | None = None,
     ):
-        """``owners`` is the directory of the supervisors' owner locks: the reaper keeps a warm
-        pool's containers whose owner still lives (without it, it keeps none)."""
+        """``ownership`` is the supervisor's lock or lease: the reaper keeps a warm pool's containers
+        whose owner still lives (without it, it keeps none), and with a lease it reaps by lease
+        expiry and only this engine's containers (:mod:`supervisor.docker._reaper`)."""
         super().__init__(
             launches, supervisor_id=supervisor_id, cleanup_seconds=cleanup_seconds, log_bytes=log_bytes
         )
         self.docker = docker or DockerClient()
         self.runtime = runtime
-        self.owners = owners
+        self.ownership = ownership
 
     async def aclose(self) -> None:
         """Close the engine connection."""
@@ -301,5 +302,12 @@ class DockerLauncher(RunningLaunches):
             keep=self.running | frozenset(keep),
             on_orphan=on_orphan,
             runtime=self.runtime,
-            live_owners=None if self.owners is None else partial(live_owners, self.owners),
+            live_owners=None if self.ownership is None else self.ownership.live,
+            **self._lease_scope(),
         )
+
+    def _lease_scope(self) -> dict[str, Any]:
+        lease = self.ownership
+        if not isinstance(lease, OwnerLease):
+            return {}
+        return {"leases": lease.leases, "owner": lease.name, "engine": lease.engine}

@@ -1,4 +1,5 @@
-"""What a launch is and what it holds: its spec and limits, its runtime directory, its owner's lock.
+"""What a launch is and what it holds: its spec and limits, its runtime directory, its owner's lock
+or lease.
 
 The :class:`supervisor.Supervisor` drives launches through a launcher (:mod:`supervisor.docker`)
 and cleans up after dead ones with the reaper; both build on this package.
@@ -13,7 +14,8 @@ from supervisor.launch._client_config import (
     mcp_client_config,
 )
 from supervisor.launch._ending import end_status, redacted_tail, tail_margin
-from supervisor.launch._ownership import OwnerLock, live_owners
+from supervisor.launch._lease import OwnerLease
+from supervisor.launch._ownership import OwnerLock, Ownership, live_owners, owner_for
 from supervisor.launch._plan import LaunchPlan
 from supervisor.launch._progress import PhaseReporter, report_phase
 from supervisor.launch._result import LaunchResult, unwrap_error
@@ -51,7 +53,9 @@ __all__ = [
     "LaunchResult",
     "LaunchRuntimeDir",
     "LaunchSpec",
+    "OwnerLease",
     "OwnerLock",
+    "Ownership",
     "PhaseReporter",
     "RuntimeRoot",
     "client_environment",
@@ -61,6 +65,7 @@ __all__ = [
     "launch_socket",
     "live_owners",
     "mcp_client_config",
+    "owner_for",
     "parse_memory",
     "redacted_tail",
     "report_phase",

@@ -5,6 +5,11 @@ under the runtime root for as long as it runs, and records that file's name as t
 every launch it starts. Another supervisor of the same project (``roundtable serve`` beside a CLI
 ``oracle launch``) reaps a launch only when its owner's lock can be taken: the kernel releases a
 lock when its process dies, however it dies, so a lock that is still held means a live owner.
+
+That holds on one machine only. On a PostgreSQL store, shared by supervisors on several hosts,
+:func:`owner_for` gives an :class:`~supervisor.launch._lease.OwnerLease` (a heartbeat lease in the
+database) instead; both answer the same questions (:data:`Ownership`). SQLite keeps the lock: a
+dead owner is seen at once, with no ttl to wait out.
 """
 
 from __future__ import annotations
@@ -13,10 +18,17 @@ import fcntl
 import os
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["OwnerLock", "live_owners"]
+from store.launches import LeaseStore
+from supervisor.launch._lease import OwnerLease
+
+if TYPE_CHECKING:
+    from store import Store
+
+__all__ = ["OwnerLock", "Ownership", "live_owners", "owner_for"]
 
 _NAME = re.compile(r"[0-9]+-[0-9a-f]{8}")
 
@@ -28,6 +40,13 @@ class OwnerLock:
         self.directory = directory
         self.name = f"{os.getpid()}-{secrets.token_hex(4)}"
         self._fd: int | None = None
+        self.engine = ""  # unused on one machine: every owner shares the engine
+
+    valid = True
+    """A held lock cannot lapse while its process lives."""
+
+    def check(self) -> None:
+        """Nothing to check: a live process holds its lock."""
 
     @property
     def path(self) -> Path:
@@ -50,6 +69,21 @@ class OwnerLock:
         finally:
             os.close(self._fd)  # closing releases the lock
             self._fd = None
+
+    def live(self, names: Collection[str]) -> set[str]:
+        """The owners among ``names`` whose lock is held (see :func:`live_owners`)."""
+        return live_owners(self.directory, names)
+
+
+Ownership = OwnerLock | OwnerLease
+"""What a supervisor holds to own its launches: a lock on one machine, a lease across hosts."""
+
+
+def owner_for(store: Store, directory: Path) -> Ownership:
+    """A lease on a PostgreSQL store (``[supervisor] lease_ttl_seconds``), else a lock in ``directory``."""
+    if store.db.backend == "postgresql":
+        return OwnerLease(LeaseStore(store.launches), ttl_seconds=store.config.supervisor.lease_ttl_seconds)
+    return OwnerLock(directory)
 
 
 def live_owners(directory: Path, names: Iterable[str]) -> set[str]:

@@ -166,6 +166,11 @@ class FakeDockerBackend:
         """See :class:`~supervisor.docker_client.DockerBackend`."""
         self._enter("ping")
 
+    def engine_id(self) -> str:
+        """See :class:`~supervisor.docker_client.DockerBackend`: one fake engine, one ID."""
+        self._enter("engine_id")
+        return "FAKE:ENGINE"
+
     def create(self, kwargs: Mapping[str, Any]) -> str:
         """See :class:`~supervisor.docker_client.DockerBackend`."""
         late = self._enter("create")

@@ -1,28 +1,71 @@
 """Checks run on a project after a crash or a concurrent run: integrity, acknowledged writes, no half state.
 
-Every check opens its own connection (as a restarted process would), so it sees what is durable.
-``find_missing`` returns one line per acknowledged write it could not find; its length is what the
-summary reports as ``lost``.
+Every check opens its own connection (as a restarted process would), so it sees what is durable:
+to the project's SQLite file, or, when ``ROUNDTABLE_STORE_URL`` names a PostgreSQL server, to the
+project's schema there (:func:`connect`; the same SQL runs on both through the store's translating
+connection). ``find_missing`` returns one line per acknowledged write it could not find; its length
+is what the summary reports as ``lost``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["LAUNCH_ORDER", "find_half_written", "find_missing", "integrity", "read_acks"]
+from store import ProjectPaths
+from store.config import load_config
+from store.db import ENV_STORE_URL
+from store.db._pg_sql import PgConnection, configure_connection
+from store.db._postgres import default_schema
+
+__all__ = [
+    "LAUNCH_ORDER",
+    "backend",
+    "connect",
+    "find_half_written",
+    "find_missing",
+    "integrity",
+    "on_backend",
+    "read_acks",
+]
 
 LAUNCH_ORDER = {"requested": 0, "starting": 1, "running": 2, "exited": 3, "failed": 3, "timeout": 3}
 
 
-def _connect(database: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(database, isolation_level=None, timeout=15)
-    conn.row_factory = sqlite3.Row
-    return conn
+def backend() -> str:
+    """``postgresql`` when ``ROUNDTABLE_STORE_URL`` is set, else ``sqlite``."""
+    return "postgresql" if os.environ.get(ENV_STORE_URL, "").strip() else "sqlite"
+
+
+def on_backend(name: str) -> str:
+    """A summary counter's name for this backend: as it is on SQLite, ``_postgresql`` appended."""
+    return name if backend() == "sqlite" else f"{name}_postgresql"
+
+
+@contextmanager
+def connect(project: ProjectPaths) -> Iterator[sqlite3.Connection]:
+    """A new autocommit connection to the project's store, on its backend; closed on exit."""
+    url = os.environ.get(ENV_STORE_URL, "").strip()
+    if not url:
+        conn = sqlite3.connect(project.database, isolation_level=None, timeout=15)
+        conn.row_factory = sqlite3.Row
+        try:
+            yield conn
+        finally:
+            conn.close()
+        return
+    import psycopg
+
+    schema = load_config(project.config_file).store.schema_name or default_schema(project.root)
+    with psycopg.connect(url, autocommit=True) as raw:
+        configure_connection(raw, schema, 15_000)
+        yield cast("sqlite3.Connection", PgConnection(raw))
 
 
 def read_acks(path: Path) -> list[dict[str, Any]]:
@@ -33,16 +76,20 @@ def read_acks(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.split("\n")[:-1] if line]
 
 
-def integrity(database: Path) -> list[str]:
-    """``PRAGMA integrity_check`` and ``foreign_key_check`` problems (empty when sound)."""
-    conn = _connect(database)
-    try:
+def integrity(project: ProjectPaths) -> list[str]:
+    """``PRAGMA integrity_check`` and ``foreign_key_check`` problems (empty when sound). On
+    PostgreSQL a killed client cannot damage the server's files and constraints are checked at
+    commit, so the check is that the schema still answers a query on every table the workload uses."""
+    if backend() == "postgresql":
+        with connect(project) as conn:
+            for table in ("memory_entries", "proposals", "votes", "capability_grants", "role_launches"):
+                conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        return []
+    with connect(project) as conn:
         result = [row[0] for row in conn.execute("PRAGMA integrity_check")]
         problems = [] if result == ["ok"] else [f"integrity_check: {result[:5]}"]
         problems += [f"foreign_key_check: {tuple(row)}" for row in conn.execute("PRAGMA foreign_key_check")]
         return problems
-    finally:
-        conn.close()
 
 
 def _one(conn: sqlite3.Connection, sql: str, *params: Any) -> sqlite3.Row | None:
@@ -85,13 +132,10 @@ def _missing_one(conn: sqlite3.Connection, ack: dict[str, Any]) -> str | None:
     return f"unknown acknowledgement {ack}"
 
 
-def find_missing(database: Path, acks: Iterable[dict[str, Any]]) -> list[str]:
-    """The acknowledged writes the database does not hold."""
-    conn = _connect(database)
-    try:
+def find_missing(project: ProjectPaths, acks: Iterable[dict[str, Any]]) -> list[str]:
+    """The acknowledged writes the store does not hold."""
+    with connect(project) as conn:
         return [m for ack in acks if (m := _missing_one(conn, ack)) is not None]
-    finally:
-        conn.close()
 
 
 # Event type -> (payload key or column naming the row, table, id column). Both directions must hold.
@@ -104,11 +148,11 @@ _EVENT_ROWS = (
 )
 
 
-def find_half_written(root: Path, database: Path) -> list[str]:
+def find_half_written(project: ProjectPaths) -> list[str]:
     """State no committed transaction can leave: rows without files or events, events without rows."""
-    conn = _connect(database)
+    root = project.root
     problems: list[str] = []
-    try:
+    with connect(project) as conn:
         for row in conn.execute("SELECT proposal_id, version, path, sha256 FROM patch_versions"):
             path = root / row["path"]
             if not path.is_file():
@@ -143,5 +187,3 @@ def find_half_written(root: Path, database: Path) -> list[str]:
                     f"memory {row['id']} at revision {row['revision']} but revisions reach {row['top']}"
                 )
         return problems
-    finally:
-        conn.close()

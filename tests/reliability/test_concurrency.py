@@ -24,7 +24,7 @@ import pytest
 from store import ProjectPaths, Store, open_store
 from tests.e2e.conftest import write_config
 from tests.reliability.concurrency_worker import work
-from tests.reliability.invariants import find_half_written, integrity
+from tests.reliability.invariants import find_half_written, integrity, on_backend
 from tests.reliability.summary import Summary, scaled
 from tests.store.work_helpers import DIFF
 
@@ -80,15 +80,15 @@ def _check(
     assert sorted(consensus["counting_vote_ids"]) == sorted(v.id for v in latest.values())
     assert consensus["approvals"] == sum(v.vote == "approve" for v in latest.values())
     assert {v.id for v in votes if v.counts} == {v.id for v in latest.values()}
-    problems = integrity(project.database) + find_half_written(project.root, project.database)
+    problems = integrity(project) + find_half_written(project)
     reliability.lost += lost
     reliability.problems += problems
-    reliability.checks[f"concurrency_{kind}"] += 1
+    reliability.checks[on_backend(f"concurrency_{kind}")] += 1
     total = sum(succeeded.values())
     reliability.acknowledged["increment"] += total
     reliability.acknowledged["vote"] += sum(r["votes"] for r in reports)
     reliability.acknowledged["memory"] += sum(r["records"] for r in reports)
-    reliability.concurrency[kind] = {
+    reliability.concurrency[on_backend(kind)] = {
         "workers": len(reports),
         "increments": total,
         "conflicts_retried": sum(r["conflicts"] for r in reports),
@@ -140,7 +140,7 @@ def test_processes_writing_at_once_lose_no_update(
         assert codes == [0] * WORKERS
         reports = [json.loads(out.read_text()) for out in outs]
         _check(store, project, counters, proposal_id, reports, reliability, "processes")
-        reliability.concurrency["processes"]["seconds"] = round(time.monotonic() - started, 2)
+        reliability.concurrency[on_backend("processes")]["seconds"] = round(time.monotonic() - started, 2)
     finally:
         store.close()
 

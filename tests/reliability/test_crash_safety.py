@@ -19,11 +19,19 @@ import time
 from pathlib import Path
 
 from store import ProjectPaths
-from tests.reliability.invariants import find_half_written, find_missing, integrity, read_acks
+from tests.reliability.invariants import (
+    backend,
+    find_half_written,
+    find_missing,
+    integrity,
+    on_backend,
+    read_acks,
+)
 from tests.reliability.summary import Summary, scaled
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KILLS = 40
+KILLS_POSTGRES = 12  # each child opens a pool to the server first: fewer, to keep the run short
 
 
 def _run_and_kill(paths: ProjectPaths, acklog: Path, rng: random.Random) -> None:
@@ -63,16 +71,16 @@ def test_sigkill_at_random_points_loses_no_acknowledged_write(
 ) -> None:
     rng = random.Random()
     acklog = tmp_path / "acks.jsonl"
-    kills = scaled(KILLS)
+    kills = scaled(KILLS if backend() == "sqlite" else KILLS_POSTGRES)
     problems: list[str] = []
     lost: list[str] = []
     for _ in range(kills):
         _run_and_kill(project, acklog, rng)
         reliability.crashes += 1
-        problems += integrity(project.database)
-        lost = find_missing(project.database, read_acks(acklog))
-        problems += find_half_written(project.root, project.database)
-        reliability.checks["after_kill"] += 1
+        problems += integrity(project)
+        lost = find_missing(project, read_acks(acklog))
+        problems += find_half_written(project)
+        reliability.checks[on_backend("after_kill")] += 1
         if problems or lost:
             break
     acks = read_acks(acklog)

@@ -39,6 +39,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/memory/test_write_path.py",
         "tests/store/launches/test_launch_failures.py",
         "tests/store/launches/test_launches.py",
+        "tests/store/launches/test_leases.py",
         "tests/store/patches/test_apply.py",
         "tests/store/patches/test_db_artifacts.py",
         "tests/store/patches/test_patches.py",
