@@ -47,6 +47,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/work/test_timeline.py",
         "tests/store/work/test_votes.py",
         "tests/store/db/test_postgres.py",
+        "tests/store/db/test_rows_in_postgres.py",
         "tests/store/test_config_launches.py",
     }
 )
