@@ -3,8 +3,9 @@ real Docker engine with the role image (Docker tests fail, never skip, without t
 
 With ``ROUNDTABLE_STORE_URL`` at a PostgreSQL server when pytest starts (an outside suite run on
 PostgreSQL), every project lives in its own schema there, and :func:`_rows_live_in_postgresql`
-fails any test outside ``tests/store`` (which runs both backends itself) that leaves a SQLite file
-in its temporary directory: a process that fell back to SQLite would otherwise pass unnoticed.
+fails any test outside ``tests/store`` (which runs both backends itself) that leaves a SQLite
+``roundtable.db`` in its temporary directory: a process that fell back to SQLite would otherwise
+pass unnoticed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ _ON_POSTGRESQL = os.environ.get("ROUNDTABLE_STORE_URL", "").strip().startswith((
 """Read once at start, before any test's monkeypatch: the backend the whole run was pointed at."""
 
 
+def _is_sqlite(path: Path) -> bool:
+    """A SQLite database, or the empty file SQLite creates (not a test's stand-in with other bytes)."""
+    with path.open("rb") as handle:
+        head = handle.read(16)
+    return head in (b"", b"SQLite format 3\x00")
+
+
 @pytest.fixture(autouse=True)
 def _rows_live_in_postgresql(request: pytest.FixtureRequest) -> Iterator[None]:
     """On a PostgreSQL run, fail a test whose temporary directory grew a ``roundtable.db``."""
@@ -41,7 +49,8 @@ def _rows_live_in_postgresql(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     tmp_path: Path = request.getfixturevalue("tmp_path")
     yield
-    stray = sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("roundtable.db"))
+    found = tmp_path.rglob("roundtable.db")
+    stray = sorted(str(path.relative_to(tmp_path)) for path in found if _is_sqlite(path))
     if stray:
         pytest.fail(f"ROUNDTABLE_STORE_URL is PostgreSQL, yet SQLite files were made: {stray}", pytrace=False)
 
