@@ -1,9 +1,17 @@
 """Fixtures shared by the whole suite: real projects on disk with real SQLite databases, and the
-real Docker engine with the role image (Docker tests fail, never skip, without them)."""
+real Docker engine with the role image (Docker tests fail, never skip, without them).
+
+With ``ROUNDTABLE_STORE_URL`` at a PostgreSQL server when pytest starts (an outside suite run on
+PostgreSQL), every project lives in its own schema there, and :func:`_rows_live_in_postgresql`
+fails any test outside ``tests/store`` (which runs both backends itself) that leaves a SQLite
+``roundtable.db`` in its temporary directory: a process that fell back to SQLite would otherwise
+pass unnoticed.
+"""
 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -20,6 +28,31 @@ from capabilities.services import Services
 from store import ProjectPaths, Store, init_project, open_store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+_ON_POSTGRESQL = os.environ.get("ROUNDTABLE_STORE_URL", "").strip().startswith(("postgresql:", "postgres:"))
+"""Read once at start, before any test's monkeypatch: the backend the whole run was pointed at."""
+
+
+def _is_sqlite(path: Path) -> bool:
+    """A SQLite database, or the empty file SQLite creates (not a test's stand-in with other bytes)."""
+    with path.open("rb") as handle:
+        head = handle.read(16)
+    return head in (b"", b"SQLite format 3\x00")
+
+
+@pytest.fixture(autouse=True)
+def _rows_live_in_postgresql(request: pytest.FixtureRequest) -> Iterator[None]:
+    """On a PostgreSQL run, fail a test whose temporary directory grew a ``roundtable.db``."""
+    in_store_suite = Path(str(request.node.path)).is_relative_to(REPO_ROOT / "tests" / "store")
+    if not _ON_POSTGRESQL or in_store_suite or "tmp_path" not in request.fixturenames:
+        yield
+        return
+    tmp_path: Path = request.getfixturevalue("tmp_path")
+    yield
+    found = tmp_path.rglob("roundtable.db")
+    stray = sorted(str(path.relative_to(tmp_path)) for path in found if _is_sqlite(path))
+    if stray:
+        pytest.fail(f"ROUNDTABLE_STORE_URL is PostgreSQL, yet SQLite files were made: {stray}", pytrace=False)
 
 
 @pytest.fixture

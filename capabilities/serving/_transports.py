@@ -7,7 +7,8 @@ the MCP session manager and any extra lifespans, so mounting more routes never m
 server. :func:`build_launch_app` is the per-launch variant: every path guarded, one grant accepted.
 
 :func:`serve_asgi` serves an app with uvicorn on a socket it binds itself (TCP, port 0 allowed, or
-a Unix socket path with its mode set before ``listen``), reports the bound address through
+a Unix socket path with its mode set before ``listen``; TCP optionally over TLS, uvicorn's own, with a
+context :mod:`capabilities.serving._remote` loaded before the bind), reports the bound address through
 ``task_status.started()`` once the lifespan has started and the socket accepts, and serves until
 cancelled, then shuts down gracefully within a bound. :func:`serving` wraps it as an async
 context manager. Host/Origin checks (DNS-rebinding protection) accept ``localhost`` without a
@@ -17,13 +18,13 @@ port, which is what HTTP clients on a Unix socket send.
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
 import socket
+import ssl
 import stat
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,6 @@ __all__ = [
     "BoundAddress",
     "build_asgi_app",
     "build_launch_app",
-    "check_bind_host",
     "serve_asgi",
     "serve_stdio",
     "serving",
@@ -72,9 +72,7 @@ def transport_security(extra_hosts: Sequence[str] = ()) -> TransportSecuritySett
     the names a remote bind is reached by (``host`` or ``host:*``).
     """
     hosts = [*_LOOPBACK_NAMES, *(f"{name}:*" for name in _LOOPBACK_NAMES), *extra_hosts]
-    origins = [f"http://{name}" for name in _LOOPBACK_NAMES] + [
-        f"http://{name}:*" for name in _LOOPBACK_NAMES
-    ]
+    origins = [f"{s}://{n}{p}" for s in ("http", "https") for n in _LOOPBACK_NAMES for p in ("", ":*")]
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -163,36 +161,22 @@ class BoundAddress:
     host: str | None = None
     port: int | None = None
     uds: str | None = None
+    tls: bool = False
 
     @property
     def base_url(self) -> str:
-        """The ``http://`` base URL a client uses (``http://localhost`` on a Unix socket)."""
+        """The base URL a client uses: ``https://`` with TLS, ``http://localhost`` on a Unix socket."""
         if self.uds is not None:
             return "http://localhost"
         assert self.host is not None
         assert self.port is not None
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
 
     @property
     def mcp_url(self) -> str:
         """The MCP endpoint."""
         return f"{self.base_url}/mcp"
-
-
-def check_bind_host(host: str, *, allow_remote: bool) -> None:
-    """Refuse a non-loopback bind unless the operator explicitly allowed it."""
-    if host == "localhost":
-        return
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback and not allow_remote:
-        raise InvalidArgument(
-            f"refusing to listen on {host!r}, which is not a loopback address; "
-            "pass --allow-remote to serve other machines"
-        )
 
 
 def _bind_tcp(host: str, port: int) -> tuple[socket.socket, BoundAddress]:
@@ -251,6 +235,7 @@ class _Listener:
     sock: socket.socket
     address: BoundAddress
     ident: tuple[int, int] | None = None
+    tls: ssl.SSLContext | None = None
 
     def close(self) -> None:
         self.sock.close()
@@ -268,15 +253,19 @@ def _ident(path: str) -> tuple[int, int] | None:
     return info.st_dev, info.st_ino
 
 
-def _listen(host: str | None, port: int, uds: str | Path | None, uds_mode: int) -> _Listener:
+def _listen(
+    host: str | None, port: int, uds: str | Path | None, uds_mode: int, tls: ssl.SSLContext | None = None
+) -> _Listener:
     if (host is None) == (uds is None):
         raise InvalidArgument("serve on either a TCP host or a Unix socket path")
+    if uds is not None and tls is not None:
+        raise InvalidArgument("TLS is served on TCP only; a Unix socket never leaves this machine")
     if uds is not None:
         sock, address = _bind_unix(str(uds), uds_mode)
         return _Listener(sock, address, _ident(str(uds)))
     assert host is not None
     sock, address = _bind_tcp(host, port)
-    return _Listener(sock, address)
+    return _Listener(sock, replace(address, tls=tls is not None), tls=tls)
 
 
 async def serve_asgi(
@@ -286,10 +275,11 @@ async def serve_asgi(
     port: int = 0,
     uds: str | Path | None = None,
     uds_mode: int = 0o600,
+    tls: ssl.SSLContext | None = None,
     on_shutdown: Callable[[], None] | None = None,
     task_status: TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Serve ``app`` on TCP ``host:port`` or on Unix socket ``uds`` until cancelled.
+    """Serve ``app`` on TCP ``host:port`` (over TLS with ``tls``) or on Unix socket ``uds`` until cancelled.
 
     ``task_status.started(address)`` fires once requests are accepted. On cancellation
     ``on_shutdown`` runs first (an app ends its long-lived streams there, which would otherwise
@@ -297,8 +287,12 @@ async def serve_asgi(
     removed on the way out.
     """
     await _serve_listener(
-        app, _listen(host, port, uds, uds_mode), on_shutdown=on_shutdown, task_status=task_status
+        app, _listen(host, port, uds, uds_mode, tls), on_shutdown=on_shutdown, task_status=task_status
     )
+
+
+def _given_context(context: ssl.SSLContext, _config: uvicorn.Config, _default: Any) -> ssl.SSLContext:
+    return context  # uvicorn serves TLS with the context loaded (and checked) before the bind
 
 
 async def _serve_listener(
@@ -317,6 +311,7 @@ async def _serve_listener(
         server_header=False,
         proxy_headers=False,
         timeout_graceful_shutdown=int(_GRACE_SECONDS),
+        ssl_context_factory=None if listener.tls is None else partial(_given_context, listener.tls),
     )
     server = EmbeddedServer(config)
     done = anyio.Event()
@@ -363,11 +358,12 @@ async def serving(
     port: int = 0,
     uds: str | Path | None = None,
     uds_mode: int = 0o600,
+    tls: ssl.SSLContext | None = None,
     on_shutdown: Callable[[], None] | None = None,
 ) -> AsyncIterator[BoundAddress]:
     """Serve ``app`` for the duration of the ``async with`` block; yields the bound address."""
     # Bind here, outside the task group, so a bind error reaches the caller as itself.
-    listener = _listen(host, port, uds, uds_mode)
+    listener = _listen(host, port, uds, uds_mode, tls)
     async with anyio.create_task_group() as tg:
         try:
             address = await tg.start(partial(_serve_listener, app, listener, on_shutdown=on_shutdown))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,18 +21,25 @@ __all__ = ["body", "http_client", "insert_proposal", "mcp_client"]
 
 
 @asynccontextmanager
-async def http_client(address: BoundAddress, token: str | None = None) -> AsyncIterator[httpx2.AsyncClient]:
-    """An HTTP client for ``address`` (over its Unix socket when it has one), with a bearer token."""
+async def http_client(
+    address: BoundAddress, token: str | None = None, *, verify: ssl.SSLContext | bool = True
+) -> AsyncIterator[httpx2.AsyncClient]:
+    """An HTTP client for ``address`` (over its Unix socket when it has one), with a bearer token.
+
+    ``verify`` is the TLS trust for an ``https://`` address (a context holding the test CA).
+    """
     transport = httpx2.AsyncHTTPTransport(uds=address.uds) if address.uds is not None else None
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
-    async with httpx2.AsyncClient(transport=transport, headers=headers, timeout=30) as client:
+    async with httpx2.AsyncClient(transport=transport, headers=headers, timeout=30, verify=verify) as client:
         yield client
 
 
 @asynccontextmanager
-async def mcp_client(address: BoundAddress, token: str) -> AsyncIterator[Client]:
-    """A real MCP client session over streamable HTTP."""
-    async with http_client(address, token) as hc:
+async def mcp_client(
+    address: BoundAddress, token: str, *, verify: ssl.SSLContext | bool = True
+) -> AsyncIterator[Client]:
+    """A real MCP client session over streamable HTTP (``verify``: as for :func:`http_client`)."""
+    async with http_client(address, token, verify=verify) as hc:
         with anyio.fail_after(60):
             async with Client(streamable_http_client(address.mcp_url, http_client=hc)) as client:
                 yield client

@@ -9,6 +9,7 @@ the actor and its credential (the token's ID over HTTP, ``"local"`` over stdio).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -297,7 +298,10 @@ def stdio_argv(project: ProjectPaths, agent: str) -> list[str]:
 @asynccontextmanager
 async def agent_stdio(project: ProjectPaths, agent: str) -> AsyncIterator[Client]:
     """A real MCP client on ``roundtable mcp stdio --agent AGENT`` in a subprocess."""
-    params = StdioServerParameters(command=sys.executable, args=stdio_argv(project, agent))
+    # The SDK hands the server only a minimal environment unless told; ROUNDTABLE_STORE_URL must reach it.
+    params = StdioServerParameters(
+        command=sys.executable, args=stdio_argv(project, agent), env=dict(os.environ)
+    )
     with anyio.fail_after(60):
         async with Client(params) as client:
             yield client

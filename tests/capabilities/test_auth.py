@@ -25,6 +25,7 @@ from store._ids import utc_now
 from store.errors import InvalidArgument, Unauthenticated
 from store.events._log import list_events
 from tests.capabilities.http_helpers import body, http_client, insert_proposal, mcp_client
+from tests.helpers import project_snapshot
 
 pytestmark = pytest.mark.anyio
 
@@ -263,7 +264,10 @@ async def test_the_raw_token_appears_in_no_file_log_or_event(
         for path in store.paths.state_dir.iterdir():  # roundtable.db, -wal, -shm
             if path.is_file():
                 assert secret.encode() not in path.read_bytes(), path.name
-    dump = "\n".join(store.db.connection().iterdump())
+    # Every row of the project's store: the SQLite dump, or each table of its PostgreSQL schema.
+    dump = repr(project_snapshot(store.paths))
+    if store.db.backend == "sqlite":
+        dump += "\n".join(store.db.connection().iterdump())
     assert token not in dump and operator.token not in dump
 
 

@@ -5,6 +5,7 @@ new patch version voids votes, a veto blocks, the author tries to vote and a vot
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,9 @@ pytestmark = pytest.mark.anyio
 @asynccontextmanager
 async def operator(project: ProjectPaths) -> AsyncIterator[Client]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "supervisor", "--root", str(project.root), "mcp", "stdio"]
+        command=sys.executable,
+        args=["-m", "supervisor", "--root", str(project.root), "mcp", "stdio"],
+        env=dict(os.environ),  # the SDK passes only a minimal one; ROUNDTABLE_STORE_URL must reach it
     )
     with anyio.fail_after(120):
         async with Client(params) as client:

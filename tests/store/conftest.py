@@ -8,8 +8,9 @@ project's rows live in its own schema there; the schema is dropped afterwards.
 The server is the one ``.ci/pytest.sh`` started (``ROUNDTABLE_TEST_PG_URL``), or, when pytest runs
 on its own, a throwaway one this file starts with the same script and stops at the end.
 
-Modules not yet listed still run on SQLite only. The list is the one place that says which parts
-of the store are ported (docs/scaling.md): a gap is visible here, never a silent skip.
+Modules not yet listed still run on SQLite only, even when the run's ``ROUNDTABLE_STORE_URL`` is
+PostgreSQL. The list is the one place that says which parts of the store are ported
+(docs/scaling.md): a gap is visible here, never a silent skip.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/work/test_timeline.py",
         "tests/store/work/test_votes.py",
         "tests/store/db/test_postgres.py",
+        "tests/store/db/test_rows_in_postgres.py",
         "tests/store/test_config_launches.py",
     }
 )
@@ -89,6 +91,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     ported = module in POSTGRES_MODULES and f"{module}::{metafunc.function.__name__}" not in SQLITE_ONLY
     backends = BACKENDS if ported else BACKENDS[:1]
     metafunc.parametrize("store_backend", backends, indirect=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _unported_modules_stay_on_sqlite(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A module not in :data:`POSTGRES_MODULES` tests SQLite itself (its file, its trigram index):
+    it runs on SQLite even when the whole run's ``ROUNDTABLE_STORE_URL`` is PostgreSQL."""
+    module = Path(str(request.node.path)).resolve().relative_to(REPO_ROOT).as_posix()
+    if module in POSTGRES_MODULES:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(ENV_STORE_URL, raising=False)
+        yield
 
 
 @pytest.fixture

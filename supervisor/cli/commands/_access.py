@@ -4,9 +4,10 @@ Tokens and capabilities are minted by the local operator; the raw token is print
 answer of the command that minted it, and stored only as its SHA-256. ``serve`` runs the service
 app (MCP streamable HTTP at ``/mcp``, the HTTP API at ``/api/v1`` and the web console, built by
 :func:`capabilities.serving._web.build_service_app`) on loopback TCP or a Unix socket; a
-non-loopback bind needs ``--allow-remote``. It also keeps a supervisor started for the project, with
-its warm pool (``[supervisor] warm_pool``), and takes the launches of local commands handed to it
-(:mod:`supervisor.cli._handoff_server`).
+non-loopback bind needs ``--allow-remote`` and TLS: served here (``--tls-cert``/``--tls-key``) or by
+a proxy in front (``--behind-tls-proxy``), so bearer tokens never cross a network in clear. It also
+keeps a supervisor started for the project, with its warm pool (``[supervisor] warm_pool``), and
+takes the launches of local commands handed to it (:mod:`supervisor.cli._handoff_server`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from supervisor.cli._project import open_project, open_services, resolve_id
 from supervisor.cli.commands._mcp import add_tool_names_option
 
 if TYPE_CHECKING:
+    import ssl
+
     from capabilities.serving import BoundAddress
 
 __all__ = ["DEFAULT_PORT", "register", "serve_banner"]
@@ -115,20 +118,13 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     import structlog
 
     from capabilities.mcp import tool_naming
-    from capabilities.serving import (
-        WebService,
-        build_service_app,
-        check_bind_host,
-        prepare_shutdown,
-        serve_asgi,
-    )
+    from capabilities.serving import WebService, assume_https, build_service_app, prepare_shutdown, serve_asgi
     from supervisor._supervisor import Supervisor
     from supervisor.cli._handoff_server import handoff_listener
     from supervisor.models import synthesizer_for
     from supervisor.review import ReviewService
 
-    if args.uds is None:
-        check_bind_host(args.host, allow_remote=args.allow_remote)
+    tls = _server_tls(args)  # every refusal and bad file is an error here, before anything binds
     with open_services(args.root) as services:
         synthesizer, provider = synthesizer_for(services.store.config)
         web = WebService(services, synthesizer=synthesizer, provider=provider)
@@ -136,18 +132,21 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
         app = build_service_app(  # /mcp, /api/v1, console
             services, web=web, allowed_hosts=args.allowed_host, tool_names=naming
         )
-        where: dict[str, Any] = {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port}
+        where: dict[str, Any] = (
+            {"uds": args.uds} if args.uds else {"host": args.host, "port": args.port, "tls": tls}
+        )
+        served = assume_https(app) if args.behind_tls_proxy else app
         # One supervisor for the service's life: its warm pool, the rounds its tools run, and the
         # launches local commands hand to it.
         async with Supervisor(services.store) as supervisor, supervisor.warm():
             services.review_runner = ReviewService(services.store, supervisor=supervisor)
             async with handoff_listener(supervisor), anyio.create_task_group() as tg:
                 address: BoundAddress = await tg.start(
-                    partial(serve_asgi, app, on_shutdown=partial(prepare_shutdown, app), **where)
+                    partial(serve_asgi, served, on_shutdown=partial(prepare_shutdown, app), **where)
                 )
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
                     # Announced once Ctrl-C is ours: a client that stops us at once gets a clean stop.
-                    _announce(address, as_json=args.json, root=args.root)
+                    _announce(address, as_json=args.json, root=args.root, proxy=args.behind_tls_proxy)
                     async for received in signals:
                         structlog.get_logger("roundtable.serve").warning(
                             "serve.stopping", signal=signal.Signals(received).name
@@ -157,12 +156,35 @@ async def _serve(args: argparse.Namespace) -> dict[str, Any]:
     return {"stopped": True, "url": address.base_url, "uds": address.uds}
 
 
-def _announce(address: BoundAddress, *, as_json: bool, root: str | None) -> None:
+def _server_tls(args: argparse.Namespace) -> ssl.SSLContext | None:
+    """Check the bind and the TLS flags, and load the certificate and key (or refuse, naming the fix)."""
+    from capabilities.serving import check_bind_host, load_server_tls
+    from store.errors import InvalidArgument
+
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise InvalidArgument("--tls-cert and --tls-key go together: give the certificate and its key")
+    wants_tls = args.tls_cert is not None
+    if args.uds is not None:
+        if wants_tls:
+            raise InvalidArgument("TLS is served on TCP only; a Unix socket never leaves this machine")
+        return None
+    check_bind_host(
+        args.host, allow_remote=args.allow_remote, tls=wants_tls, behind_tls_proxy=args.behind_tls_proxy
+    )
+    return load_server_tls(args.tls_cert, args.tls_key).context if wants_tls else None
+
+
+def _announce(address: BoundAddress, *, as_json: bool, root: str | None, proxy: bool = False) -> None:
     """Say where the service listens and how to get in, on stderr (stdout carries only the answer)."""
     if as_json:
-        line = json.dumps({"event": "serve.ready", "url": address.base_url, "mcp": address.mcp_url})
+        tls = "served" if address.tls else "proxy" if proxy else "none"
+        ready = {"event": "serve.ready", "url": address.base_url, "mcp": address.mcp_url, "tls": tls}
+        line = json.dumps(ready)
     else:
-        line = "\n".join(serve_banner(address, root=root))
+        lines = serve_banner(address, root=root)
+        if proxy:
+            lines.insert(1, "  TLS is terminated by the proxy in front: clients use its https:// address")
+        line = "\n".join(lines)
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
 
@@ -258,7 +280,24 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--uds", default=None, metavar="PATH", help="serve on this Unix socket instead of TCP")
     serve.add_argument(
-        "--allow-remote", action="store_true", help="allow a non-loopback --host (other machines can connect)"
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (other machines can connect); it also needs --tls-cert and "
+        "--tls-key, or --behind-tls-proxy",
+    )
+    serve.add_argument(
+        "--tls-cert",
+        default=None,
+        metavar="FILE",
+        help="serve HTTPS with this PEM certificate chain (with --tls-key)",
+    )
+    serve.add_argument(
+        "--tls-key", default=None, metavar="FILE", help="the certificate's PEM key (unencrypted)"
+    )
+    serve.add_argument(
+        "--behind-tls-proxy",
+        action="store_true",
+        help="plain HTTP here because a proxy in front terminates TLS (allows a remote bind without --tls-*)",
     )
     serve.add_argument(
         "--allowed-host",

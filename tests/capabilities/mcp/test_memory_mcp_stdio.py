@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +25,9 @@ MEMORY_TOOLS = {"memory.query", "memory.record", "memory.summarize", "memory.mar
 @asynccontextmanager
 async def stdio_client(project: ProjectPaths) -> AsyncIterator[Client]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "supervisor", "--root", str(project.root), "mcp", "stdio"]
+        command=sys.executable,
+        args=["-m", "supervisor", "--root", str(project.root), "mcp", "stdio"],
+        env=dict(os.environ),  # the SDK passes only a minimal one; ROUNDTABLE_STORE_URL must reach it
     )
     with anyio.fail_after(60):
         async with Client(params) as client:

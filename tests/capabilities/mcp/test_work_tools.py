@@ -363,8 +363,12 @@ async def test_a_database_failure_tells_the_caller_nothing_of_the_schema(
     services: Services, registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A role container is a caller too: a failing read answers `internal` with a fixed message,
-    # while the operator's log keeps the sqlite3 error with its traceback.
+    # while the operator's log keeps the database's own error (the backend's driver) with its traceback.
     def broken(*args: object, **kwargs: object) -> object:
+        if services.store.db.backend == "postgresql":
+            import psycopg.errors
+
+            raise psycopg.errors.UndefinedTable('relation "secret_schema_detail" does not exist')
         raise sqlite3.OperationalError("no such table: secret_schema_detail")
 
     monkeypatch.setattr(services.store.tasks, "list", broken)

@@ -26,7 +26,6 @@ from capabilities.serving._transports import (
     BoundAddress,
     build_asgi_app,
     build_launch_app,
-    check_bind_host,
     serve_asgi,
     serving,
 )
@@ -117,15 +116,6 @@ async def test_socket_mode_is_configurable(services: Services, tmp_path: Path) -
     path = tmp_path / "shared.sock"
     async with serving(build_asgi_app(services), uds=path, uds_mode=0o666):
         assert stat.S_IMODE(os.lstat(path).st_mode) == 0o666
-
-
-def test_check_bind_host() -> None:
-    for host in ("127.0.0.1", "127.0.0.2", "::1", "localhost"):
-        check_bind_host(host, allow_remote=False)
-    for host in ("0.0.0.0", "192.168.1.10", "::", "example.com"):  # noqa: S104
-        with pytest.raises(InvalidArgument, match="--allow-remote"):
-            check_bind_host(host, allow_remote=False)
-        check_bind_host(host, allow_remote=True)
 
 
 async def test_readiness_then_cancellation_shuts_down_with_a_session_open(
