@@ -26,6 +26,10 @@ from tests.capabilities.api_helpers import running_api, seed_review
 pytestmark = pytest.mark.slow
 
 EXAMPLES = {GenerationMode.POSITIVE: 40, GenerationMode.NEGATIVE: 25}
+# Only about one valid-mode POST /memories in ten is accepted (the store's text rules are stricter
+# than the schema can say): 40 draws missed every one in ~1.5% of runs, so that operation gets more
+# (0.9**150: about one run in seven million).
+MORE_POSITIVE = {"POST /memories": 150}
 
 
 def _seed(services: Services) -> dict[str, list[str]]:
@@ -74,6 +78,8 @@ def test_no_generated_request_gets_a_server_error(services: Services) -> None:
             if operation.path == "/events/stream":
                 continue  # an endless response; the stream has its own tests
             for mode, examples in EXAMPLES.items():
+                if mode is GenerationMode.POSITIVE:
+                    examples = MORE_POSITIVE.get(operation.label, examples)
 
                 @settings(
                     max_examples=examples,
