@@ -209,21 +209,13 @@ def _against(other: Timing, baseline: Timing, measured: Timing) -> str:
 
 
 _TRIGGERS = ("memory_trigram_insert", "memory_trigram_update", "memory_trigram_delete")
-_FTS5 = """
-CREATE VIRTUAL TABLE memory_fts USING fts5 (title, body_md, scope, kind, content = 'memory_entries',
-    content_rowid = 'rowid');
-CREATE TRIGGER memory_fts_insert AFTER INSERT ON memory_entries BEGIN
-    INSERT INTO memory_fts (rowid, title, body_md, scope, kind)
-    VALUES (new.rowid, new.title, new.body_md, new.scope, new.kind);
-END;
-CREATE TRIGGER memory_fts_update AFTER UPDATE OF title, body_md, scope, kind ON memory_entries BEGIN
-    INSERT INTO memory_fts (memory_fts, rowid, title, body_md, scope, kind)
-    VALUES ('delete', old.rowid, old.title, old.body_md, old.scope, old.kind);
-    INSERT INTO memory_fts (rowid, title, body_md, scope, kind)
-    VALUES (new.rowid, new.title, new.body_md, new.scope, new.kind);
-END;
-"""
-"""What the ranked search kept before its own index (migration 0012 dropped it): the FTS5 table."""
+
+
+def _fts5() -> list[str]:
+    """What the ranked search kept before its own index (migration 0012 dropped it): the FTS5
+    table and its triggers, as migration 0001 made them."""
+    first = next(m for m in _migrations.load_migrations() if m.name == "0001_events_and_memory")
+    return [sql for sql in first.statements if "memory_fts" in sql]
 
 
 _HOOK = "index_entries"
@@ -255,7 +247,7 @@ def _write_cost(corpus: Corpus, *, batches: int = 8, size: int = 1_000, single: 
         for name in ("shipped", "before", "bare"):
             paths, _ = init_project(Path(tmp) / name)
             stores.append(open_store(paths))
-        stores[1].db.write(lambda conn: [conn.execute(sql) for sql in _split(_FTS5)])
+        stores[1].db.write(lambda conn: [conn.execute(sql) for sql in _fts5()])
         stores[2].db.write(lambda conn: [conn.execute(f"DROP TRIGGER {name}") for name in _TRIGGERS])
 
         def timed(index: int, write: Callable[[], object]) -> float:
@@ -280,16 +272,6 @@ def _write_cost(corpus: Corpus, *, batches: int = 8, size: int = 1_000, single: 
             ratio = spent[index] / spent[2]
             print(f"{label + ', ' + name:<66} {count / spent[index]:8.0f} entries/s   x{ratio:5.2f} no index")
         print(f"{label}: as shipped at x{spent[0] / spent[1]:5.2f} the time of before")
-
-
-def _split(script: str) -> list[str]:
-    statements, pending = [], ""
-    for line in script.strip().splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            statements.append(pending.strip())
-            pending = ""
-    return statements
 
 
 def _vocabulary_cases() -> list[Case]:

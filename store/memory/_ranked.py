@@ -1,23 +1,24 @@
 """``memory.query`` ``match: "ranked"`` from the impact-ordered index, on both backends.
 
 The ranking is :mod:`store.memory._rank`'s function; this module finds its best entries without
-scoring every match. Each query term's list (``memory_rank_postings``) is read best impact first,
-a block at a time, for all terms in turn (no random access while reading: NRA). After each round
-every entry seen has a lower bound (the impacts seen, the others taken as absent) and an upper
-bound (the others taken at the impact where their list stands, or at the term's ``bound`` once
-the list is read to its end: no entry outside a list has more); an entry no list has shown yet
-has at most every list's standing. Bounds sum in the score's own order, so rounding keeps them
-bounds. The walk stops as soon as ``limit`` entries that pass the filters and are not summaries
-have lower bounds above every other entry's upper bound; only those are then settled exactly,
-from their stored terms, and ordered by the contract (score, importance, id).
+scoring every match. Every query term has a list (``memory_rank_postings``) that holds each entry
+of the term whose impact is above the term's ``bound`` (long lists are cut: :mod:`._rank_index`).
+One statement groups the lists' postings by entry and orders the entries by an **upper bound**:
+their impacts in the lists, and each term missing from an entry's postings at that term's bound
+(summed in SQL's order, raised by :func:`_raised` so rounding cannot make it lower). The search
+then settles entries in that order, :data:`BLOCK` at a time: an entry's exact score comes from
+its impacts in the lists, or, for a term missing from them whose list was cut, from its stored
+terms. Filters (and whether it is a summary) are looked up only for entries that could still
+place. It stops as soon as ``limit`` settled entries that count (pass the filters, are not
+summaries) score above the next upper bound, and above what an entry in no list at all may score
+(every term at its bound): no entry left can reach the last place, ties included.
 
-A list read to its end with a ``bound`` of 0 holds its whole term: when every list is such, the
-matches are all known once the lists are read, summaries included. Otherwise, when the lists end
-before the limit is settled (filters that few entries pass, or rewritten entries that left a
-list short), and always for ``limit`` 0 or a narrow scope, the matches are evaluated directly
-from the stored terms of every candidate row (:func:`_evaluate`): the same function, the same
-numbers. While entries written before the index wait in ``memory_rank_backlog``, the query is
-answered by :func:`~store.memory._rank.reference_ranking` over the entries' text.
+When the lists cannot settle it (an entry in no list could place, or fewer than ``limit`` entries
+count), and for ``limit`` 0 or a scope of fewer than :data:`NARROW` entries, every candidate row is
+scored from its stored terms instead (:func:`_evaluate`): the same function, the same numbers.
+When every list is whole (no bound), the lists hold every match, summaries included. While
+entries written before the index wait in ``memory_rank_backlog``, the query is answered by
+:func:`~store.memory._rank.reference_ranking` over the entries' text.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from store.memory._search import MemoryFilter, reach_probe
 
 __all__ = ["BLOCK", "NARROW", "ranked_ids"]
 
-BLOCK = 256
-"""Postings read from each list in the first round; each later round reads twice as many."""
+BLOCK = 64
+"""Entries of the lists settled at a time, best upper bound first."""
 
 NARROW = 2_000
 """A scope filter reaching fewer rows than this is answered by evaluating those rows directly."""
 
-_MARGIN = 1.0 + 1e-12
+_MARGIN = 1.0 + 1e-9
 """Upper bounds are raised by this factor: a sum taken in another order may round lower."""
 
 Key = tuple[bool, float, int, str]  # is a summary, -score, -importance, id: the contract's order
@@ -72,80 +73,65 @@ def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, f
 
 
 class _Walk:
-    """One top-``limit`` walk down the lists of ``terms`` (see the module docstring)."""
+    """One top-``limit`` search over the lists of ``terms`` (see the module docstring)."""
 
     def __init__(
         self, conn: Any, terms: list[str], weights: list[float], bounds: list[float], filters: MemoryFilter
     ):
         self.conn, self.terms, self.weights, self.bounds, self.filters = conn, terms, weights, bounds, filters
-        self.seen: dict[int, list[float | None]] = {}
-        self.standing: list[float | None] = [None] * len(terms)  # last impact read; None: none yet
-        self.ended = [False] * len(terms)
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
-        self.last_doc = [0] * len(terms)  # the doc of the last posting read, with standing: the keyset
+        self.exact: dict[int, float] = {}
 
     def run(self) -> list[tuple[str, float]] | None:
         """The answer, or ``None`` when the lists cannot settle it and every match must be scored."""
-        size = BLOCK
-        while True:
-            for index, term in enumerate(self.terms):
-                if not self.ended[index]:
-                    self._read(index, term, size)
-            size *= 2
-            settled = self._settled()
-            if settled is not None:
-                return settled
-            if all(self.ended):
-                return self._everything() if not any(self.bounds) else None
-
-    def _read(self, index: int, term: str, size: int) -> None:
-        last = self.standing[index]
-        sql = "SELECT impact, doc FROM memory_rank_postings WHERE term = :term"
-        params: dict[str, Any] = {"term": term, "size": size}
-        if last is not None:
-            sql += " AND (impact < :impact OR (impact = :impact AND doc > :doc))"
-            params.update(impact=last, doc=self.last_doc[index])
-        rows = self.conn.execute(sql + " ORDER BY impact DESC, doc LIMIT :size", params).fetchall()
-        for weight, doc in rows:
-            self.seen.setdefault(int(doc), [None] * len(self.terms))[index] = float(weight)
-        if rows:
-            self.standing[index] = float(rows[-1][0])
-            self.last_doc[index] = int(rows[-1][1])
-        if len(rows) < size:
-            self.ended[index] = True
-
-    def _ceiling(self, index: int) -> float:
-        """The most impact term ``index`` can have in an entry its list has not shown."""
-        standing = self.standing[index]
-        if self.ended[index] or standing is None:
-            return self.bounds[index] if self.ended[index] else float("inf")
-        return max(standing, self.bounds[index])
-
-    def _settled(self) -> list[tuple[str, float]] | None:
-        ceilings = [self._ceiling(index) for index in range(len(self.terms))]
-        lower = {doc: score(self.weights, known) for doc, known in self.seen.items()}
-        order = sorted(lower, key=lambda doc: -lower[doc])
-        top: list[int] = []
-        for start in range(0, len(order), 4 * self.filters.limit):
-            self._fetch_info(order[start : start + 4 * self.filters.limit])
-            top += [doc for doc in order[start : start + 4 * self.filters.limit] if self._counts(doc)]
-            if len(top) >= self.filters.limit:
-                break
-        if len(top) < self.filters.limit:
+        limit = self.filters.limit
+        unseen = _raised(score(self.weights, self.bounds))  # an entry in no list has at most this
+        cursor = self.conn.execute(*self._uppers())
+        kth: float | None = None
+        best: list[int] = []  # the entries that count, settled, that may place
+        while chunk := cursor.fetchmany(BLOCK):
+            if kth is not None and _raised(float(chunk[0][1])) < kth:
+                cursor.close()  # no entry from here on can reach the last place
+                return self._ordered(best)[:limit] if kth > unseen else None
+            self._settle(chunk)
+            hopeful = [int(row[0]) for row in chunk if kth is None or self.exact[int(row[0])] >= kth]
+            self._fetch_info(hopeful)
+            best = sorted([*best, *(doc for doc in hopeful if self._counts(doc))], key=self._rank)
+            if len(best) >= limit:
+                kth = self.exact[best[limit - 1]]
+                best = [doc for doc in best if self.exact[doc] >= kth]  # the limit-th and its ties
+        if kth is not None and kth > unseen:
+            return self._ordered(best)[:limit]
+        if any(self.bounds):
             return None
-        top = top[: self.filters.limit]
-        threshold = lower[top[-1]]
-        chosen = set(top)
-        unseen = score(self.weights, ceilings)
-        if unseen * _MARGIN >= threshold:
-            return None
-        for doc, known in self.seen.items():
-            if doc in chosen or (doc in self.info and not self._counts(doc)):
-                continue  # settled, or out: filtered out, or a summary (after every other entry)
-            upper = score(self.weights, [c if k is None else k for k, c in zip(known, ceilings, strict=True)])
-            if upper * _MARGIN >= threshold:
-                return None
-        return self._exact(top)
+        everything = list(self.exact)  # every list whole, every entry of them settled
+        self._fetch_info(everything)
+        return self._ordered([doc for doc in everything if self.info[doc] is not None])[:limit]
+
+    def _rank(self, doc: int) -> tuple[float, int]:
+        return -self.exact[doc], doc
+
+    def _uppers(self) -> tuple[str, dict[str, Any]]:
+        """Every entry of the lists, best upper bound first: ``(doc, upper bound, impact in each
+        list or NULL)``. The bound counts each term missing from the entry's postings at its
+        ``bound`` (a sum in SQL's order, which :func:`_raised` allows for)."""
+        params: dict[str, Any] = {}
+        seen, missing, impacts = [], [], []
+        for index, (term, weight, bound) in enumerate(
+            zip(self.terms, self.weights, self.bounds, strict=True)
+        ):
+            params.update({f"t{index}": term, f"w{index}": weight, f"b{index}": weight * bound})
+            seen.append(f"WHEN :t{index} THEN :w{index} * impact")
+            missing.append(f"WHEN :t{index} THEN :b{index}")
+            impacts.append(f"max(CASE term WHEN :t{index} THEN impact END)")
+        absent = " + ".join(f":b{index}" for index in range(len(self.terms)))
+        marks = ", ".join(f":t{index}" for index in range(len(self.terms)))
+        upper = f"sum(CASE term {' '.join(seen)} END) + ({absent}) - sum(CASE term {' '.join(missing)} END)"
+        sql = (
+            f"SELECT doc, {upper} AS upper, {', '.join(impacts)} FROM memory_rank_postings"
+            f" WHERE term IN ({marks}) GROUP BY doc ORDER BY upper DESC, doc"
+        )
+        return sql, params
 
     def _counts(self, doc: int) -> bool:
         """Whether ``doc`` passes the filters and is not a summary."""
@@ -170,32 +156,34 @@ class _Walk:
         for doc, summary, importance, entry_id in self.conn.execute(sql, params):
             self.info[int(doc)] = (bool(summary), int(importance), str(entry_id))
 
-    def _exact(self, docs: list[int]) -> list[tuple[str, float]]:
-        """The exact scores of ``docs`` (from their stored terms where a list left one open), in order."""
-        open_docs = [
-            doc
-            for doc in docs
-            if any(
-                k is None and not (self.ended[i] and not self.bounds[i]) for i, k in enumerate(self.seen[doc])
-            )
-        ]
-        if open_docs:
-            marks = ", ".join("?" * len(open_docs))
-            sql = f"SELECT doc, length, terms FROM memory_rank_docs WHERE doc IN ({marks})"
-            for doc, length, terms in self.conn.execute(sql, open_docs).fetchall():
-                self.seen[int(doc)] = _impacts(self.terms, int(length), json.loads(terms))
-        return _ordered([(self._key(doc), info) for doc in docs if (info := self.info[doc]) is not None])
+    def _settle(self, rows: Sequence[Any]) -> None:
+        """The exact scores of the entries of ``rows`` (from :meth:`_uppers`): their impacts in
+        the lists, and for a term missing from them whose list was cut, from their stored terms."""
+        probe = []
+        for doc, _, *impacts in rows:
+            if any(value is None and bound for value, bound in zip(impacts, self.bounds, strict=True)):
+                probe.append(int(doc))
+            else:
+                self.exact[int(doc)] = score(self.weights, [None if v is None else float(v) for v in impacts])
+        if not probe:
+            return
+        params: dict[str, Any] = {f"p{i}": f"$.{term}" for i, term in enumerate(self.terms)}
+        params.update({f"d{i}": doc for i, doc in enumerate(probe)})
+        tfs = ", ".join(f"json_extract(terms, :p{i})" for i in range(len(self.terms)))
+        marks = ", ".join(f":d{i}" for i in range(len(probe)))
+        sql = f"SELECT doc, length, {tfs} FROM memory_rank_docs WHERE doc IN ({marks})"
+        for doc, length, *counts in self.conn.execute(sql, params).fetchall():
+            impacts = [None if tf is None else impact(int(tf), int(length)) for tf in counts]
+            self.exact[int(doc)] = score(self.weights, impacts)
 
-    def _key(self, doc: int) -> float:
-        return score(self.weights, self.seen[doc])
+    def _ordered(self, docs: list[int]) -> list[tuple[str, float]]:
+        self._fetch_info(docs)
+        return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
 
-    def _everything(self) -> list[tuple[str, float]]:
-        """Every match, when every list held its whole term: all known exactly."""
-        self._fetch_info(list(self.seen))
-        found = [
-            (self._key(doc), info) for doc, info in self.info.items() if info is not None and doc in self.seen
-        ]
-        return _ordered(found)[: self.filters.limit]
+
+def _raised(value: float) -> float:
+    """``value`` raised past any difference the order of a floating-point sum makes."""
+    return value * _MARGIN + 1e-12
 
 
 def _ordered(found: list[tuple[float, tuple[bool, int, str]]]) -> list[tuple[str, float]]:
