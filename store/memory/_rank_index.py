@@ -12,7 +12,9 @@ current shadow columns and, for each one whose terms changed:
   concurrent writers on PostgreSQL take these rows' locks in one order;
 - adds a posting for each of its terms whose impact is above the term's ``bound`` (below it the
   list need not hold it: the bound already covers it); a list that grows past ``2 * KEEP``
-  postings keeps its best :data:`KEEP` and raises its ``bound`` to the best it dropped.
+  postings keeps its best :data:`KEEP` and raises its ``bound`` to the best it dropped, and a
+  batch (``record_many`` within :func:`batched_index`, the backlog) that brings a term more than
+  :data:`KEEP` new postings adds only its best :data:`KEEP`, raising the bound the same way.
 
 Every list therefore holds every entry of its term whose impact is above the term's ``bound``
 (:mod:`store.memory._ranked` relies on exactly that), and nothing else of consequence.

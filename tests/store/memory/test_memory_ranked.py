@@ -3,9 +3,9 @@
 For random corpora, random writes (new entries, replacements, stale marks) and random queries,
 filters and limits, ``memory.query`` answers entry for entry, in order and to the bit of each
 score, what :func:`~store.memory._rank.reference_ranking` computes directly from the entries'
-text. The lists are made tiny (``KEEP``) and read one posting at a time (``BLOCK``), so that
-trimmed lists, raised bounds, several rounds of the walk and the fallbacks are all exercised; the
-index's own invariants are checked after every example.
+text. The lists are made tiny (``KEEP``) and entries settled one or two at a time (``BLOCK``), so
+that cut lists, raised bounds, settling from stored terms and the fallbacks are all exercised;
+the index's own invariants are checked after every example.
 """
 
 from __future__ import annotations
