@@ -99,8 +99,9 @@ class Terms:
     rare_identifier: str
     """A code identifier of rank 2,500 among 3,000."""
     ranked: tuple[str, ...]
-    """Queries for ``match: "ranked"``: two mid-frequency words; a word and an identifier; a
-    common pair (the costly case: BM25 scores every entry either word occurs in)."""
+    """Queries for ``match: "ranked"``: two mid-frequency words; a word and an identifier (its three
+    terms); a common pair, each word in about a fifth of the entries (the hard case for a top-k
+    walk: their lists are cut, and the best must be settled from their prefixes)."""
 
 
 class Corpus:

@@ -36,14 +36,20 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks._corpus import Corpus
 from benchmarks._timing import Timing, time_together
 from store import Store, init_project, open_store
+from store.db import _migrations
+from store.memory import _store as _store_module
+from store.memory import _write as _write_module
 from store.memory._query import search  # the forced scan path; not a public API
+from store.memory._rank_index import drain_backlog
 from store.memory._search import MemoryFilter
 
 _WORDS = (
@@ -112,6 +118,44 @@ def _load(store: Store, entries: Iterator[dict[str, object]], count: int, single
         print(f"record_many, batches of {batch}:            {bulk_count / bulk:10.0f} entries/s")
 
 
+def _bulk_load(store: Store, entries: Iterator[dict[str, object]], count: int) -> None:
+    """Record ``count`` entries with ``record_many`` while the indexes' write hooks are off (the
+    trigram triggers dropped, the ranked index skipped), then build each index once over every
+    row: the trigram index by FTS5's ``rebuild``, the ranked one as migration 0012 has the store
+    do for older entries (:func:`~store.memory._rank_index.drain_backlog`, in large batches).
+    The rows are the same as :func:`_load` writes; the lists hold the same postings above their
+    bounds (which may differ: where a list was cut depends on the order of writes), so every
+    query answers the same. Used at 1,000,000 entries, where writing through the indexes takes
+    hours on a loaded machine; its figures are printed, but they are not the write path's."""
+    start = time.perf_counter()
+    trigram = next(m for m in _migrations.load_migrations() if m.name == "0009_memory_trigram")
+    triggers = [sql for sql in trigram.statements if sql.startswith("CREATE TRIGGER")]
+    store.db.write(lambda conn: [conn.execute(f"DROP TRIGGER {name}") for name in _TRIGGERS])
+    batch = 5_000
+    with _unranked():
+        for offset in range(0, count, batch):
+            store.memory.record_many(
+                [next(entries) for _ in range(min(batch, count - offset))], actor="bench"
+            )
+    loaded = time.perf_counter()
+    store.db.write(lambda conn: [conn.execute(sql) for sql in triggers])
+    store.db.write(
+        lambda conn: conn.execute("INSERT INTO memory_trigram (memory_trigram) VALUES ('rebuild')")
+    )
+    indexed = time.perf_counter()
+    store.db.write(
+        lambda conn: conn.execute("INSERT INTO memory_rank_backlog (id) SELECT id FROM memory_entries")
+    )
+    while store.db.write(partial(drain_backlog, batch=10_000)):
+        pass
+    ranked = time.perf_counter()
+    print(f"entries: {count} (bulk load: the indexes built after the rows)")
+    print(
+        f"record_many, no index: {loaded - start:8.0f} s; trigram rebuild: {indexed - loaded:6.0f} s;"
+        f" ranked index: {ranked - indexed:6.0f} s"
+    )
+
+
 def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None:
     """Time one case with its baselines and print them, the baseline first."""
     needle = case.query.lower()
@@ -167,35 +211,67 @@ def _against(other: Timing, baseline: Timing, measured: Timing) -> str:
 _TRIGGERS = ("memory_trigram_insert", "memory_trigram_update", "memory_trigram_delete")
 
 
+def _fts5() -> list[str]:
+    """What the ranked search kept before its own index (migration 0012 dropped it): the FTS5
+    table and its triggers, as migration 0001 made them."""
+    first = next(m for m in _migrations.load_migrations() if m.name == "0001_events_and_memory")
+    return [sql for sql in first.statements if "memory_fts" in sql]
+
+
+_HOOK = "index_entries"
+"""The ranked index's write hook, in each module that writes an entry's text through ``record``."""
+
+
+@contextmanager
+def _unranked() -> Iterator[None]:
+    """Writes made meanwhile skip the ranked index (the store before migration 0012)."""
+    modules = (_write_module, _store_module)
+    saved = [getattr(module, _HOOK) for module in modules]
+    for module in modules:
+        setattr(module, _HOOK, lambda conn, ids: None)
+    try:
+        yield
+    finally:
+        for module, hook in zip(modules, saved, strict=True):
+            setattr(module, _HOOK, hook)
+
+
 def _write_cost(corpus: Corpus, *, batches: int = 8, size: int = 1_000, single: int = 200) -> None:
-    """What keeping the trigram index costs a write: the same entries recorded into a project that
-    keeps it and into one whose trigram triggers are dropped, in turn (one call at a time, then
-    ``record_many`` batches)."""
+    """What the indexes cost a write: the same entries recorded, in turn, into three projects:
+    as shipped (trigram index and the ranked index); as before the ranked index (trigram index and
+    the FTS5 table it replaced); with neither (only the table), one call at a time, then
+    ``record_many`` batches."""
+    labels = ("as shipped (trigram + ranked index)", "before (trigram + FTS5)", "no index")
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
         stores = []
-        for name in ("with", "without"):
+        for name in ("shipped", "before", "bare"):
             paths, _ = init_project(Path(tmp) / name)
             stores.append(open_store(paths))
-        stores[1].db.write(lambda conn: [conn.execute(f"DROP TRIGGER {name}") for name in _TRIGGERS])
-        ones, bulk = [0.0, 0.0], [0.0, 0.0]
+        stores[1].db.write(lambda conn: [conn.execute(sql) for sql in _fts5()])
+        stores[2].db.write(lambda conn: [conn.execute(f"DROP TRIGGER {name}") for name in _TRIGGERS])
+
+        def timed(index: int, write: Callable[[], object]) -> float:
+            start = time.perf_counter()
+            with nullcontext() if index == 0 else _unranked():
+                write()
+            return time.perf_counter() - start
+
+        ones, bulk = [0.0] * 3, [0.0] * 3
         for fields in corpus.entries(0, single):
             for index, store in enumerate(stores):
-                start = time.perf_counter()
-                store.memory.record(actor="bench", **fields)  # type: ignore[arg-type]
-                ones[index] += time.perf_counter() - start
+                ones[index] += timed(index, partial(store.memory.record, actor="bench", **fields))  # type: ignore[arg-type]
         for _ in range(batches):
             batch = list(corpus.entries(0, size))
             for index, store in enumerate(stores):
-                start = time.perf_counter()
-                store.memory.record_many(batch, actor="bench")
-                bulk[index] += time.perf_counter() - start
+                bulk[index] += timed(index, partial(store.memory.record_many, batch, actor="bench"))
         for store in stores:
             store.close()
     rows = (("record, one call each", ones, single), ("record_many", bulk, batches * size))
     for label, spent, count in rows:
-        ratio = spent[0] / spent[1]
-        print(f"{label + ', without the trigram index':<52} {count / spent[1]:10.0f} entries/s")
-        print(f"{label + ', with it':<52} {count / spent[0]:10.0f} entries/s   x{ratio:5.2f} the time")
+        for index, name in enumerate(labels):
+            ratio = spent[index] / spent[2]
+            print(f"{label + ', ' + name:<66} {count / spent[index]:8.0f} entries/s   x{ratio:5.2f} no index")
+        print(f"{label}: as shipped at x{spent[0] / spent[1]:5.2f} the time of before")
 
 
 def _vocabulary_cases() -> list[Case]:
@@ -264,6 +340,8 @@ def _bench(
             count_sql = "SELECT count(*) FROM memory_entries"
             stored = store.db.read(lambda conn: conn.execute(count_sql).fetchone())
             assert stored[0] == count, (stored[0], count)
+        elif count >= 1_000_000:
+            _bulk_load(store, entries, count)
         else:
             _load(store, entries, count, args.single)
         print()
@@ -298,7 +376,7 @@ def main() -> None:
         _bench("vocabulary corpus (34 words)", entries, args.entries, _vocabulary_cases(), args, args.repeat)
     if args.corpus in ("realistic", "both"):
         if args.only is None:
-            print("== what the trigram index costs a write (realistic entries) ==")
+            print("== what the indexes cost a write (realistic entries) ==")
             _write_cost(Corpus(seed=16))
             print()
         corpus = Corpus()

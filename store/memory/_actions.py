@@ -32,6 +32,7 @@ from store._ids import new_id, utc_now_iso
 from store.db import Database
 from store.errors import Conflict, MemoryResynthesisConflict, MemoryUpdateConflict, ResynthesisRequestNotFound
 from store.memory._entry import entry_dict
+from store.memory._rank_index import index_entries
 from store.memory._redaction import redact
 from store.memory._views import load_memory, memory_view
 from store.memory._write import record_change, revision_row
@@ -256,6 +257,7 @@ def _commit_body(
     )
     if updated.rowcount != 1:
         return None, "the entry changed while it was being resynthesized"
+    index_entries(conn, [memory_id])
     revision_row(
         conn,
         memory_id,

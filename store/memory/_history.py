@@ -24,6 +24,7 @@ from store._ids import utc_now_iso
 from store._text import check_text
 from store.errors import InvalidExpectedRevision, InvalidRevision, MemoryRevisionConflict, RevisionNotFound
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS
+from store.memory._rank_index import index_entries
 from store.memory._redaction import redact
 from store.memory._views import load_memory, memory_view, revision_view
 from store.memory._write import record_change, revision_row
@@ -88,6 +89,7 @@ def _revise(
             "read it again and retry",
             details={"current_revision": int(current["revision"])},
         )
+    index_entries(conn, [memory_id])
     row = load_memory(conn, memory_id)
     revision = int(row["revision"])
     revision_row(

@@ -6,17 +6,14 @@
   ``LIKE '%needle%'`` with ``%``, ``_`` and ``\\`` escaped, so PostgreSQL may answer it from the
   ``pg_trgm`` GIN indexes (``pg_schema/0009``) instead of reading every row; the planner decides,
   and either way the same rows match;
-- **ranked**: PostgreSQL full-text search in place of FTS5/BM25, with the same any-word semantics:
-  each distinct ``\\w+`` word of the lower-cased query is a ``plainto_tsquery('simple', ...)``,
-  OR-ed together, over title, body, scope and kind (the ``memory_fts`` GIN index); the score is
-  ``ts_rank``. A query with no word at all is every entry, by importance, as on SQLite.
+- **ranked** is not here: both backends run :mod:`store.memory._ranked` on the same tables
+  (``0012_memory_rank.sql``), so they rank alike, bit for bit.
 
 Both orders are the contract's: summaries last, then score, importance, id (``COLLATE "C"``).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
@@ -24,10 +21,7 @@ from store.memory._search import SUMMARIES_LAST, MemoryFilter
 
 __all__ = ["pg_search"]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
-_DOCUMENT = "to_tsvector('simple', m.title || ' ' || m.body_md || ' ' || m.scope || ' ' || m.kind)"
-"""The expression of the ``memory_fts`` index; the query must repeat it exactly to use the index."""
 
 
 def _where(filters: MemoryFilter) -> tuple[list[str], dict[str, Any]]:
@@ -43,17 +37,11 @@ def _like_pattern(needle: str) -> str:
     return f"%{escaped}%"
 
 
-def pg_search(conn: Any, text: str, filters: MemoryFilter, *, ranked: bool = False) -> list[MemoryEntry]:
-    """The entries ``memory.query`` answers for ``text`` (not yet lower-cased) and ``filters``."""
+def pg_search(conn: Any, text: str, filters: MemoryFilter) -> list[MemoryEntry]:
+    """The substring entries ``memory.query`` answers for ``text`` (not yet lower-cased) and ``filters``."""
     where, params = _where(filters)
-    words = list(dict.fromkeys(_WORD.findall(text.lower()))) if ranked else []
-    needle = "" if ranked else text.lower()
-    if ranked and words:
-        query = " || ".join(f"plainto_tsquery('simple', CAST(:w{i} AS TEXT))" for i in range(len(words)))
-        params.update({f"w{i}": word for i, word in enumerate(words)})
-        score = f"ts_rank({_DOCUMENT}, ({query}))"
-        where.append(f"{_DOCUMENT} @@ ({query})")
-    elif needle:
+    needle = text.lower()
+    if needle:
         params["q"] = needle
         params["pattern"] = _like_pattern(needle)
         score = " + ".join(

@@ -25,15 +25,13 @@ from typing import Any
 
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
 from store.memory._pg_search import pg_search
+from store.memory._rank import query_terms
+from store.memory._ranked import ranked_ids
 from store.memory._search import (
     SCORE_FUNCTION,
     MemoryFilter,
-    bm25_order,
     candidate_rowids,
     candidates_probe,
-    fts_query,
-    rank_ties,
-    ranked_keys,
     reach_probe,
     substring_keys,
     substring_score,
@@ -41,7 +39,7 @@ from store.memory._search import (
     trigram_phrase,
 )
 
-__all__ = ["CHUNK", "FEW", "entries_in_order", "ranked_top", "search", "trigram_route"]
+__all__ = ["CHUNK", "FEW", "entries_by_id", "entries_in_order", "search", "trigram_route"]
 
 CHUNK = 256
 """Rows read per statement once the keys are known."""
@@ -69,20 +67,18 @@ def search(
     ``indexed`` overrides step 1 for tests and benchmarks: ``True`` joins the trigram index
     whenever the needle allows it, ``False`` always scans; ``None`` (the store's) decides.
     """
-    if getattr(conn, "backend", "sqlite") == "postgresql":  # store/db/_pg_sql.py: its own dialect
-        return pg_search(conn, text, filters, ranked=ranked)
-    fts = fts_query(text) if ranked else None
-    if fts is not None and filters.limit > 0:
-        return entries_in_order(conn, ranked_top(conn, fts, filters))
+    if ranked and query_terms(text):  # the same tables and code on both backends
+        return entries_by_id(conn, ranked_ids(conn, text, filters))
     if ranked:
-        sql, params = ranked_keys(text, filters)
-    else:
-        needle = text.lower()
-        route = trigram_route(conn, needle, filters) if indexed is None else indexed
-        can_index = trigram_phrase(needle) is not None
-        few = route if isinstance(route, list) and can_index else None
-        sql, params = substring_keys(needle, filters, indexed=route is True and can_index, candidates=few)
-        conn.create_function(SCORE_FUNCTION, 5, substring_score, deterministic=True)
+        text = ""  # no term at all: every entry, by importance
+    if getattr(conn, "backend", "sqlite") == "postgresql":  # store/db/_pg_sql.py: its own dialect
+        return pg_search(conn, text, filters)
+    needle = text.lower()
+    route = trigram_route(conn, needle, filters) if indexed is None else indexed
+    can_index = trigram_phrase(needle) is not None
+    few = route if isinstance(route, list) and can_index else None
+    sql, params = substring_keys(needle, filters, indexed=route is True and can_index, candidates=few)
+    conn.create_function(SCORE_FUNCTION, 5, substring_score, deterministic=True)
     cursor = conn.cursor()
     cursor.row_factory = None
     keys: list[tuple[int, Any]] = cursor.execute(sql, params).fetchall()
@@ -120,45 +116,6 @@ def _count(conn: sqlite3.Connection, statement: tuple[str, dict[str, Any]]) -> i
     return int(conn.execute(*statement).fetchone()[0])
 
 
-def ranked_top(conn: sqlite3.Connection, fts: str, filters: MemoryFilter) -> list[tuple[int, float]]:
-    """The keys :func:`~store.memory._search.ranked_keys` answers for a positive limit, without
-    joining every match to its entry.
-
-    The matches come from the index alone, best BM25 first; only they are looked up, a batch at
-    a time (batches double), for the filters and what orders ties (summaries last, importance,
-    id). Once ``limit`` entries that are not summaries are kept and the next BM25 is worse than
-    the last of them, no later match can place, and the walk stops: a query whose words occur in
-    thousands of entries joins a few dozen.
-    """
-    limit = filters.limit
-    ties_sql, ties_params = rank_ties(filters)
-    order = conn.cursor()
-    order.row_factory = None
-    order.execute(*bm25_order(fts))
-    lookup = conn.cursor()
-    lookup.row_factory = None
-    kept: list[tuple[int, float, int, str, int]] = []  # the ORDER BY of ranked_keys, then the rowid
-    worst: list[float] = []  # the BM25 of each kept entry that is not a summary, as they came
-    size = 4 * limit
-    try:
-        while batch := order.fetchmany(size):
-            size = min(2 * size, 4_096)
-            ties_params["ids"] = "[" + ",".join(str(rowid) for rowid, _ in batch) + "]"
-            found = {row[0]: row for row in lookup.execute(ties_sql, ties_params)}
-            for rowid, bm25 in batch:
-                if rowid in found:
-                    _, summary, importance, entry_id = found[rowid]
-                    kept.append((summary, bm25, -importance, entry_id, rowid))
-                    if not summary:
-                        worst.append(bm25)
-            if len(worst) >= limit and batch[-1][1] > worst[limit - 1]:
-                break
-    finally:
-        order.close()
-    kept.sort()
-    return [(rowid, -bm25) for _, bm25, _, _, rowid in kept[:limit]]
-
-
 def entries_in_order(conn: sqlite3.Connection, keys: Sequence[tuple[int, Any]]) -> list[MemoryEntry]:
     """The entries of ``(rowid, score)`` keys, in the keys' order.
 
@@ -178,3 +135,15 @@ def entries_in_order(conn: sqlite3.Connection, keys: Sequence[tuple[int, Any]]) 
         for row in cursor.execute(_ROWS, (wanted,)):
             built[row[-1]] = entry_from_values(row, scores[row[-1]])
     return [built[rowid] for rowid, _ in keys]
+
+
+def entries_by_id(conn: Any, keys: Sequence[tuple[str, float]]) -> list[MemoryEntry]:
+    """The entries of ``(id, score)`` keys, in the keys' order (on either backend)."""
+    built: dict[str, MemoryEntry] = {}
+    for start in range(0, len(keys), CHUNK):
+        chunk = [entry_id for entry_id, _ in keys[start : start + CHUNK]]
+        sql = f"SELECT {ENTRY_COLUMNS} FROM memory_entries AS m WHERE m.id IN ({', '.join('?' * len(chunk))})"
+        scores = dict(keys[start : start + CHUNK])
+        for row in conn.execute(sql, chunk).fetchall():
+            built[row[0]] = entry_from_values(row, scores[row[0]])
+    return [built[entry_id] for entry_id, _ in keys]

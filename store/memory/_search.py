@@ -4,13 +4,12 @@ Pure functions that build a statement and its parameters; :class:`store.memory._
 them. The substring score is the seed's contract: non-overlapping occurrences of the whole
 lower-cased, untrimmed query in title, body, scope and kind, summed, counted with Python's
 ``str.count`` (:func:`substring_score`) over lower-cased copies written with Python's ``lower()``.
-``ranked`` matching uses the FTS5 index with BM25 and any-word semantics. Both rank ``summary``
-entries after all others (:data:`SUMMARIES_LAST`, the one deliberate change to the seed's order).
+``ranked`` matching is :mod:`store.memory._ranked`'s (its own impact-ordered index). Both rank
+``summary`` entries after all others (:data:`SUMMARIES_LAST`, the one deliberate change to the seed's order).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +20,8 @@ __all__ = [
     "SCORE_FUNCTION",
     "TRIGRAM",
     "MemoryFilter",
-    "bm25_order",
     "candidate_rowids",
     "candidates_probe",
-    "fts_query",
-    "rank_ties",
-    "ranked_keys",
     "reach_probe",
     "render_summary",
     "substring_keys",
@@ -36,7 +31,6 @@ __all__ = [
     "trigram_phrase",
 ]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
 
 Statement = tuple[str, dict[str, Any]]
@@ -170,53 +164,6 @@ def substring_keys(
     return sql, params
 
 
-def fts_query(text: str) -> str | None:
-    """The FTS5 ``MATCH`` string of a ranked query (any word: each distinct word a quoted string,
-    OR-ed together), or ``None`` when ``text`` holds no word at all."""
-    words = _WORD.findall(text.lower())
-    if not words:
-        return None
-    return " OR ".join('"' + word.replace('"', '""') + '"' for word in dict.fromkeys(words))
-
-
-def ranked_keys(text: str, filters: MemoryFilter) -> Statement:
-    """BM25 over the full-text index, any word matching: ``(rowid, score)`` of every match in
-    rank order, up to the limit; no words at all means every entry, by importance."""
-    fts = fts_query(text)
-    if fts is None:
-        return substring_keys("", filters, indexed=False)
-    where, params = filters.where()
-    params["fts"] = fts
-    sql = (
-        "SELECT m.rowid, -bm25(memory_fts) AS score FROM memory_fts"
-        " JOIN memory_entries AS m ON m.rowid = memory_fts.rowid"
-        f" WHERE {' AND '.join([*where, 'memory_fts MATCH :fts'])}"
-        f" ORDER BY {SUMMARIES_LAST}, bm25(memory_fts) ASC, m.importance DESC, m.id ASC LIMIT :limit"
-    )
-    return sql, params
-
-
-def bm25_order(fts: str) -> Statement:
-    """``(rowid, bm25)`` of every match of ``fts``, best (lowest BM25) first, from the index alone."""
-    sql = (
-        "SELECT rowid, bm25(memory_fts) AS rank_score FROM memory_fts"
-        " WHERE memory_fts MATCH :fts ORDER BY rank_score"
-    )
-    return sql, {"fts": fts}
-
-
-def rank_ties(filters: MemoryFilter) -> Statement:
-    """For the rowids bound as ``:ids`` (a JSON list), those that pass ``filters``, with what
-    orders them after their BM25: ``(rowid, is a summary, importance, id)``."""
-    where, params = filters.where()
-    where.append("m.rowid IN (SELECT value FROM json_each(:ids))")
-    sql = (
-        f"SELECT m.rowid, {IS_SUMMARY}, m.importance, m.id"
-        f" FROM memory_entries AS m WHERE {' AND '.join(where)}"
-    )
-    return sql, params
-
-
 def candidates_probe(match: str, cap: int) -> Statement:
     """How many rows the trigram index holds for ``match``, counting no further than ``cap``."""
     sql = "SELECT count(*) FROM (SELECT 1 FROM memory_trigram WHERE memory_trigram MATCH :match LIMIT :cap)"
@@ -245,7 +192,10 @@ def reach_probe(filters: MemoryFilter, cap: int) -> Statement | None:
     if filters.kind is not None:
         where += " AND m.kind = :kind"
         params["kind"] = filters.kind
-    return f"SELECT count(*) FROM (SELECT 1 FROM memory_entries AS m WHERE {where} LIMIT :cap)", params
+    return (
+        f"SELECT count(*) FROM (SELECT 1 FROM memory_entries AS m WHERE {where} LIMIT :cap) AS reach",
+        params,
+    )
 
 
 def summary_query(filters: dict[str, str | None], allowed_scopes: frozenset[str] | None) -> Statement:

@@ -38,6 +38,7 @@ from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
 from store.memory._ownership import MemoryWriter, writer_owns
 from store.memory._query import search
+from store.memory._rank_index import batched_index, drain_backlog, index_entries
 from store.memory._search import MemoryFilter, render_summary, summary_query
 from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
@@ -68,6 +69,10 @@ class MemoryStore:
 
     def __init__(self, db: Database):
         self.db = db
+        # Entries older than the ranked index (migration 0012) are indexed once, when a project
+        # opens; until then a ranked query evaluates every entry directly (same answer, slower).
+        while db.read(_backlog_waits):
+            db.write(drain_backlog)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -205,12 +210,15 @@ class MemoryStore:
         written together, so either every entry and its event is stored or none is."""
         validated = [NewEntry.validate(fields, RECORD) for fields in records]
         writer = MemoryWriter.operator(actor)
-        return self.db.write(
-            lambda conn: [
-                _write_record(conn, entry, actor=actor, writer=writer, sets_status=True)
-                for entry in validated
-            ]
-        )
+
+        def write(conn: sqlite3.Connection) -> list[MemoryEntry]:
+            with batched_index(conn):  # the ranked index once for the batch, not once an entry
+                return [
+                    _write_record(conn, entry, actor=actor, writer=writer, sets_status=True)
+                    for entry in validated
+                ]
+
+        return self.db.write(write)
 
     def mark_stale(self, *, memory_id: object, reason_md: object, actor: str) -> MemoryEntry:
         """``memory.mark_stale``: status ``stale`` and the reason appended to the body."""
@@ -232,6 +240,7 @@ class MemoryStore:
                 " revision = ? WHERE id = ?",
                 (new_body, new_body.lower(), now, revision, id_v),
             )
+            index_entries(conn, [id_v])
             revision_row(
                 conn,
                 id_v,
@@ -252,6 +261,10 @@ class MemoryStore:
             return _entry(conn, id_v)
 
         return self.db.write(write)
+
+
+def _backlog_waits(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM memory_rank_backlog LIMIT 1").fetchone() is not None
 
 
 def _entry(conn: sqlite3.Connection, memory_id: str) -> MemoryEntry:
@@ -361,6 +374,7 @@ def _replace(
             "id": entry_id,
         },
     )
+    index_entries(conn, [entry_id])
     if changed:
         revision_row(
             conn,

@@ -20,6 +20,7 @@ from store.events import Event, append_audit, append_event
 from store.memory._checks import checks_json
 from store.memory._new_entry import NewEntry
 from store.memory._ownership import MemoryWriter
+from store.memory._rank_index import index_entries
 
 __all__ = ["core_columns", "insert_entry", "record_change", "revision_row", "task_of_scope"]
 
@@ -59,6 +60,7 @@ def insert_entry(
     }
     placeholders = ", ".join(f":{name}" for name in values)
     conn.execute(f"INSERT INTO memory_entries ({', '.join(values)}) VALUES ({placeholders})", values)
+    index_entries(conn, [entry_id])
     revision_row(
         conn,
         entry_id,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 
 import pytest
 
 from store import InvalidArgument, NotFound, Store
-from store.memory import MemoryEntry
+from store.memory import MemoryEntry, _rank_index, _ranked
+from store.memory._rank import reference_ranking
 
 
 def _record(store: Store, **fields: object) -> MemoryEntry:
@@ -205,6 +207,52 @@ def test_ranked_match_uses_fts_any_word(store: Store) -> None:
     # Updates keep the full-text index in step.
     _record(store, memory_id="M-c", title="sql now", body_md="nothing")
     assert "M-c" in _ids(store.memory.query("sql", match="ranked", limit=0))
+
+
+def test_ranked_match_folds_diacritics_as_fts5_unicode61_did(store: Store) -> None:
+    _record(store, memory_id="M-a", title="Café rules", body_md="naïve caching")
+    _record(store, memory_id="M-b", title="cafe", body_md="naive")
+    _record(store, memory_id="M-c", title="tea", body_md="nothing")
+    assert set(_ids(store.memory.query("CAFE", match="ranked", limit=0))) == {"M-a", "M-b"}
+    assert set(_ids(store.memory.query("café naïve", match="ranked", limit=0))) == {"M-a", "M-b"}
+
+
+def test_ranked_search_answers_the_ranking_function_on_either_backend(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same function, to the bit, on SQLite and PostgreSQL: short lists (trimmed, with raised
+    bounds) read in small blocks, and the reference evaluated over the stored text."""
+    monkeypatch.setattr(_rank_index, "KEEP", 3)
+    monkeypatch.setattr(_ranked, "BLOCK", 2)
+    rng = random.Random(12)
+    words = ["cache", "rollback", "Ärger", "straße", "token", "retry", "x_y", "42"]
+    for i in range(40):
+        _record(
+            store,
+            memory_id=f"M-{i:02d}",
+            scope=rng.choice(["project", "T-1"]),
+            kind=rng.choice(["decision", "fact", "summary"]),
+            title=" ".join(rng.choices(words, k=rng.randint(1, 4))),
+            body_md=" ".join(rng.choices(words, k=rng.randint(1, 12))),
+            importance=rng.randint(1, 3),
+        )
+    for i in range(0, 40, 7):  # rewrites take postings out of the lists and put others in
+        _record(store, memory_id=f"M-{i:02d}", title="cache cache", body_md=" ".join(rng.choices(words, k=3)))
+    store.memory.mark_stale(memory_id="M-03", reason_md="retry instead", actor="t")
+    rows = store.db.read(
+        lambda conn: conn.execute(
+            "SELECT id, lc_title, lc_body, lc_scope, lc_kind, importance, scope FROM memory_entries"
+        ).fetchall()
+    )
+    entries = [(row[0], tuple(row[1:5]), row[4] == "summary", int(row[5])) for row in rows]
+    for query in ("cache", "rollback cache", "ÄRGER token 42", "x y", "straße retry", "absent"):
+        for limit in (1, 3, 10, 0):
+            found = store.memory.query(query, match="ranked", limit=limit)
+            expected = reference_ranking(entries, query)
+            assert [(e.id, e.score) for e in found] == (expected[:limit] if limit else expected), query
+        scoped = store.memory.query(query, match="ranked", scope="T-1", limit=2)
+        passes = {row[0]: row[6] == "T-1" for row in rows}
+        assert [(e.id, e.score) for e in scoped] == reference_ranking(entries, query, passes=passes)[:2]
 
 
 def test_ranked_match_ignores_fts_syntax(store: Store) -> None:

@@ -1,4 +1,4 @@
-"""The trigram index, and the ranked walk, change which rows ``memory.query`` reads, never what it answers.
+"""The trigram index changes which rows ``memory.query`` reads, never what it answers.
 
 For random Unicode entries and queries (case pairs that fold unlike ASCII, combining marks,
 emoji, SQL and FTS5 syntax characters, quotes), the three routes -- the trigram index joined
@@ -9,19 +9,16 @@ contract's model (Python's ``lower()`` and ``count()``) says, entry for entry an
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store import Store, init_project, open_store
+from store import Store
 from store.memory import MemoryEntry
-from store.memory._query import ranked_top, search
-from store.memory._search import MemoryFilter, fts_query, ranked_keys
+from store.memory._query import search
+from store.memory._search import MemoryFilter
+from tests.store.memory.helpers import wipe_memory
 
 # Letters whose lower() is longer, shorter or not ASCII's ('İ' -> 'i̇', 'ẞ' -> 'ß'), titlecase
 # and final forms, a combining acute, emoji (one with a variation selector), the characters
@@ -88,26 +85,11 @@ def _model(entries: list[dict[str, Any]], query: str) -> list[tuple[str, int]]:
     return [(entry_id, -negated) for _, negated, _, entry_id in sorted(found)]
 
 
-@pytest.fixture(scope="module")
-def shared_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Store]:
-    paths, _ = init_project(Path(tmp_path_factory.mktemp("prop")) / "proj")
-    store = open_store(paths)
-    yield store
-    store.close()
-
-
 def _search(store: Store, query: str, filters: MemoryFilter, *, indexed: bool) -> list[MemoryEntry]:
     return store.db.read(lambda conn: search(conn, query, filters, indexed=indexed))
 
 
-def _reset(store: Store) -> None:
-    """Delete every entry (the delete triggers keep both indexes in step)."""
-
-    def wipe(conn: sqlite3.Connection) -> None:
-        for table in ("memory_revisions", "memory_provenance_edges", "memory_entries"):
-            conn.execute(f"DELETE FROM {table}")
-
-    store.db.write(wipe)
+_reset = wipe_memory
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -139,47 +121,3 @@ def test_the_index_answers_exactly_what_the_scan_and_the_contract_answer(
             "INSERT INTO memory_trigram (memory_trigram, rank) VALUES ('integrity-check', 1)"
         )
     )
-
-
-_WORDS = ["alpha", "beta", "gamma", "delta"]
-_RANKED_ENTRY = st.fixed_dictionaries(
-    {
-        "scope": st.sampled_from(["project", "T-1", "T-2"]),
-        "kind": st.sampled_from(["decision", "fact", "summary", "Summary"]),
-        # Few texts, so that many entries tie on BM25 and importance or id must decide.
-        "title": st.sampled_from(["alpha", "beta", "alpha beta", "gamma"]),
-        "body_md": st.sampled_from(["x", "delta", "x alpha"]),
-        "importance": st.sampled_from([1, 1, 1, 2]),
-        "status": st.sampled_from(["active", "active", "stale"]),
-    }
-)
-
-
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(data=st.data(), entries=st.lists(_RANKED_ENTRY, min_size=0, max_size=40))
-def test_the_ranked_walk_answers_what_the_joined_ranking_answers(
-    shared_store: Store, data: st.DataObject, entries: list[dict[str, Any]]
-) -> None:
-    """ranked_top stops early; it must stop at exactly the entries the one-statement ranking keeps."""
-    store = shared_store
-    _reset(store)
-    if entries:
-        store.memory.record_many(entries, actor="tester")
-    for _ in range(4):
-        query = " ".join(data.draw(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=2)))
-        filters = MemoryFilter(
-            data.draw(st.sampled_from([None, "project", "T-1"])),
-            data.draw(st.sampled_from([None, "fact", "summary"])),
-            data.draw(st.sampled_from([None, frozenset({"T-1", "project"})])),
-            data.draw(st.booleans()),
-            # Small limits: the walk's first batch is four times the limit, so ties straddle batches.
-            data.draw(st.sampled_from([1, 1, 2, 3, 12])),
-        )
-
-        def both(conn: sqlite3.Connection, q: str = query, f: MemoryFilter = filters) -> tuple[Any, Any]:
-            walked = ranked_top(conn, fts_query(q) or "", f)
-            joined = conn.execute(*ranked_keys(q, f)).fetchall()
-            return walked, [(row[0], row[1]) for row in joined]
-
-        walked, joined = store.db.read(both)
-        assert walked == joined, (query, filters)

@@ -1,0 +1,204 @@
+"""``match: "ranked"``: the impact-ordered index answers exactly what the ranking function says.
+
+For random corpora, random writes (new entries, replacements, stale marks) and random queries,
+filters and limits, ``memory.query`` answers entry for entry, in order and to the bit of each
+score, what :func:`~store.memory._rank.reference_ranking` computes directly from the entries'
+text. The lists are made tiny (``KEEP``) and entries settled one or two at a time (``BLOCK``), so
+that cut lists, raised bounds, settling from stored terms and the fallbacks are all exercised;
+the index's own invariants are checked after every example.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from store import Store, init_project, open_store
+from store.db import _migrations
+from store.memory import _rank_index, _ranked
+from store.memory._rank import entry_terms, impact, reference_ranking
+from tests.store.memory.helpers import wipe_memory
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "Ärger", "straße", "İstanbul", "x_y", "42", "ǅemal"]
+_TEXT = (
+    st.lists(st.sampled_from([*_WORDS, " ", ", ", "\n", "-", "."]), min_size=1, max_size=14)
+    .map("".join)
+    .map(lambda text: text if text.strip() else text + "alpha")
+)
+_ENTRY = st.fixed_dictionaries(
+    {
+        "scope": st.sampled_from(["project", "T-1", "T-2"]),
+        "kind": st.sampled_from(["decision", "fact", "summary", "Summary"]),
+        "title": _TEXT,
+        "body_md": _TEXT,
+        "importance": st.sampled_from([1, 1, 2, 3]),
+    }
+)
+
+
+_reset = wipe_memory
+
+
+def _expected(store: Store, query: str, options: dict[str, Any]) -> list[tuple[str, float]]:
+    """The reference ranking over every stored entry, with the filters applied in Python."""
+    rows = store.db.read(
+        lambda conn: conn.execute(
+            "SELECT id, lc_title, lc_body, lc_scope, lc_kind, importance, scope, kind, status"
+            " FROM memory_entries"
+        ).fetchall()
+    )
+    allowed = options.get("allowed_scopes")
+    passes = {
+        row[0]: (options.get("scope") in (None, row[6]))
+        and (options.get("kind") in (None, row[7]))
+        and (allowed is None or row[6] in allowed)
+        and not (options.get("exclude_stale") and row[8] == "stale")
+        for row in rows
+    }
+    entries = [(row[0], row[1:5], row[4] == "summary", row[5]) for row in rows]
+    found = reference_ranking(entries, query, passes=passes)
+    limit = options.get("limit", 10)
+    return found[:limit] if limit > 0 else found
+
+
+def _check_index(store: Store) -> None:
+    """The invariants the walk relies on: df and N exact; every entry holding a term either in
+    its list or at most the term's bound; every posting an entry's current impact."""
+
+    def read(conn: sqlite3.Connection) -> tuple[Any, ...]:
+        entries = conn.execute(
+            "SELECT id, lc_title, lc_body, lc_scope, lc_kind FROM memory_entries"
+        ).fetchall()
+        docs = {
+            row[0]: (row[1], row[2], json.loads(row[3]))
+            for row in conn.execute("SELECT id, doc, length, terms FROM memory_rank_docs")
+        }
+        terms = {
+            row[0]: (row[1], row[2]) for row in conn.execute("SELECT term, df, bound FROM memory_rank_terms")
+        }
+        postings = {tuple(row) for row in conn.execute("SELECT term, impact, doc FROM memory_rank_postings")}
+        return entries, docs, terms, postings
+
+    entries, docs, terms, postings = store.db.read(read)
+    assert set(docs) == {row[0] for row in entries}
+    df: Counter[str] = Counter()
+    expected_postings = set()
+    for entry_id, *fields in entries:
+        counts, length = entry_terms(fields)
+        doc, stored_length, stored = docs[entry_id]
+        assert (stored_length, stored) == (length, dict(counts))
+        df.update(counts.keys())
+        for term, tf in counts.items():
+            posting = (term, impact(tf, length), doc)
+            expected_postings.add(posting)
+            assert posting in postings or posting[1] <= terms[term][1], (entry_id, term)
+    assert postings <= expected_postings
+    assert (
+        {term: value[0] for term, value in terms.items() if value[0]} == {**df, "": len(entries)}
+        if entries
+        else True
+    )
+
+
+_FILTERS = st.fixed_dictionaries(
+    {
+        "scope": st.sampled_from([None, None, "project", "T-1"]),
+        "kind": st.sampled_from([None, None, "fact", "summary"]),
+        "allowed_scopes": st.sampled_from([None, None, frozenset({"T-1", "project"})]),
+        "exclude_stale": st.booleans(),
+        "limit": st.sampled_from([1, 1, 2, 3, 10, 0]),
+    }
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    data=st.data(), entries=st.lists(_ENTRY, min_size=0, max_size=30), keep=st.sampled_from([1, 2, 3, 1024])
+)
+def test_the_index_answers_exactly_what_the_ranking_function_says(
+    shared_store: Store, data: st.DataObject, entries: list[dict[str, Any]], keep: int
+) -> None:
+    store = shared_store
+    _reset(store)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_rank_index, "KEEP", keep)
+        patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 256])))
+        patch.setattr(_ranked, "NARROW", data.draw(st.sampled_from([0, 2_000])))
+        stored = [store.memory.record(actor="op", **fields) for fields in entries[: len(entries) // 2]]
+        stored += store.memory.record_many(entries[len(entries) // 2 :], actor="op")
+        for _ in range(data.draw(st.integers(0, 6)) if stored else 0):
+            target = data.draw(st.sampled_from(stored)).id
+            if data.draw(st.booleans()):
+                store.memory.mark_stale(memory_id=target, reason_md=data.draw(_TEXT), actor="op")
+            else:
+                fields: dict[str, Any] = data.draw(_ENTRY)
+                store.memory.record(actor="op", memory_id=target, **fields)
+        _check_index(store)
+        for _ in range(4):
+            query = " ".join(
+                data.draw(
+                    st.lists(st.sampled_from([*_WORDS, "ärger", "STRASSE", "zeta"]), min_size=1, max_size=3)
+                )
+            )
+            options: dict[str, Any] = data.draw(_FILTERS)
+            found = store.memory.query(query, match="ranked", **options)
+            assert [(e.id, e.score) for e in found] == _expected(store, query, options), (query, options)
+
+
+def test_equal_scores_are_ordered_by_importance_then_id_and_summaries_come_last(store: Store) -> None:
+    fields = {"scope": "project", "kind": "fact", "title": "alpha", "body_md": "x"}
+    store.memory.record_many([{**fields, "kind": "summary", "importance": 99}] * 3, actor="op")
+    store.memory.record_many([fields] * 30 + [{**fields, "importance": 60}] * 2, actor="op")
+    everything = store.memory.query("alpha", match="ranked", limit=40)
+    assert len({e.score for e in everything}) == 1
+    by_importance = {60: [], 50: [], 99: []}  # type: dict[int, list[str]]
+    for entry in everything:
+        by_importance[entry.importance].append(entry.id)
+    assert [e.id for e in everything] == sorted(by_importance[60]) + sorted(by_importance[50]) + sorted(
+        by_importance[99]
+    )
+    top = store.memory.query("alpha", match="ranked", limit=3)
+    assert [e.id for e in top] == [e.id for e in everything[:3]]
+
+
+def test_entries_older_than_the_index_are_ranked_directly_then_indexed_when_the_project_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    everything = _migrations.load_migrations()
+    paths = init_project(tmp_path / "old")[0]
+    with monkeypatch.context() as patched:
+        patched.setattr(_migrations, "load_migrations", lambda: [m for m in everything if m.name < "0012"])
+        patched.setattr("store.memory._store._backlog_waits", lambda conn: False)  # no backlog yet
+        for module in ("_write", "_store"):  # nor its tables
+            patched.setattr(f"store.memory.{module}.index_entries", lambda conn, ids: None)
+        old = open_store(paths)
+        for i in range(5):
+            old.memory.record(
+                actor="op", scope="project", kind="fact", title=f"wombat {'x ' * i}", body_md="b"
+            )
+        old.close()
+    with monkeypatch.context() as patched:
+        patched.setattr("store.memory._store._backlog_waits", lambda conn: False)
+        waiting = open_store(paths)  # applies 0012, and leaves the backlog waiting
+    assert waiting.db.read(_backlog) == 5
+    direct = waiting.memory.query("wombat x", match="ranked", limit=0)
+    assert [(e.id, e.score) for e in direct] == _expected(waiting, "wombat x", {"limit": 0})
+    waiting.close()
+    upgraded = open_store(paths)  # drains the backlog
+    try:
+        assert upgraded.db.read(_backlog) == 0
+        _check_index(upgraded)
+        assert upgraded.memory.query("wombat x", match="ranked", limit=0) == direct
+    finally:
+        upgraded.close()
+
+
+def _backlog(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM memory_rank_backlog").fetchone()[0])
