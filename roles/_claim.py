@@ -40,6 +40,7 @@ _WARM_MODULES = (
     "roles.providers.lexical",
     "roles.providers.openai",
     "anyio._core._sockets",  # what connecting to the socket loads (the names may move: best effort)
+    "anyio._backends._asyncio",  # what the first anyio.run loads: asyncio and anyio's backend
     "queue",
 )
 

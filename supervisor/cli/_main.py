@@ -116,8 +116,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(result, dict):
         emit(result, as_json=args.json, render=getattr(args, "render", None))
     return 0
-
-
-def run() -> NoReturn:
-    """Console-script entry point."""
-    sys.exit(main())

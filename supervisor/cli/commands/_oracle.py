@@ -23,7 +23,7 @@ from supervisor.cli._background import (
     start_detached,
 )
 from supervisor.cli._choices import add_lazy_choice
-from supervisor.cli._timeline_text import warning_lines
+from supervisor.cli._launch_text import oracle_launch_answer
 from supervisor.cli.commands import _oracle_feedback
 
 if TYPE_CHECKING:
@@ -59,16 +59,7 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
                 )
             body = result.to_dict()
             body["warnings"] = cited_warnings(store, body["warnings"])
-    warnings = body["warnings"]
-    lines = [
-        f"launch {body['id']}: {body['status']} (exit code {body['exit_code']}), {len(warnings)} warning(s)"
-    ]
-    if body["status"] == "failed":
-        lines.append(f"  failed: {body['reason']}" + (f": {body['error']}" if body.get("error") else ""))
-    for event in warnings:
-        block = warning_lines(event["payload"], event["cited_memories"])
-        lines += ["", f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]
-    return {"launch": body, "message": "\n".join(lines)}
+    return oracle_launch_answer(body)
 
 
 def cited_warnings(store: Store, warnings: list[dict[str, Any]]) -> list[dict[str, Any]]:
