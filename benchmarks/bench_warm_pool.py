@@ -10,12 +10,13 @@ In one run, on one project whose ``roundtable serve`` keeps ``--pool`` container
   together), each from a full pool of 8 (``max_concurrent_launches`` 8), interleaved over rounds.
 
 Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of
-8 at once over 8 in turn (goal >= 3). ``--tree DIR`` (repeatable) runs the serve and the command
-of that source tree (``PYTHONPATH``), each on its own project and serve, interleaved with the
-others in every repetition: two checkouts (before and after a change) are compared in one run,
-against the same bare runs. Usage: ``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N]
-[--image TAG] [--tree DIR ...]``; needs the Docker engine and a role image with the claim wait
-(``roles/_claim.py``; the default is the configured one, ``roundtable-role:<version>``).
+8 at once over 8 in turn (goal >= 3). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve and the
+command of that source tree (``PYTHONPATH``) with that role image (default ``--image``), each on its
+own project and serve, interleaved with the others in every repetition: two checkouts (before and
+after a change) are compared in one run, against the same bare runs of ``--image``. Usage:
+``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG] [--tree DIR[@IMAGE]
+...]``; needs the Docker engine and a role image with the claim wait (``roles/_claim.py``; the
+default is the configured one, ``roundtable-role:<version>``).
 """
 
 from __future__ import annotations
@@ -153,8 +154,8 @@ def _bare(image: str) -> float:
 class _Tree:
     """One source tree under test: its project, its proposals and its figures."""
 
-    def __init__(self, tree: Path, root: Path, proposals: Iterator[str]):
-        self.tree, self.root, self.proposals = tree, root, proposals
+    def __init__(self, tree: Path, image: str, root: Path, proposals: Iterator[str]):
+        self.tree, self.image, self.root, self.proposals = tree, image, root, proposals
         self.warm: list[float] = []
         self.in_turn: list[float] = []
         self.at_once: list[float] = []
@@ -185,17 +186,19 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of 8 in turn / 8 at once")
     parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
     parser.add_argument("--pool", type=int, default=_BATCH, help="[supervisor] warm_pool of the serve")
-    parser.add_argument("--tree", action="append", type=Path, help="a source tree (default: this one)")
+    parser.add_argument("--tree", action="append", help="DIR[@IMAGE]: a source tree (default: this one)")
     args = parser.parse_args()
     bare: list[float] = []
     trees: list[_Tree] = []
     with tempfile.TemporaryDirectory(prefix="rt-bench-pool-", dir="/tmp") as tmp, ExitStack() as stack:
-        for number, source in enumerate(args.tree or [_HERE]):
+        for number, spec in enumerate(args.tree or [str(_HERE)]):
+            source, _, image = spec.partition("@")
             root = Path(tmp) / f"proj{number}"
             paths, _ = init_project(root)
-            _configure(paths.config_file, args.image, args.pool)
+            _configure(paths.config_file, image or args.image, args.pool)
             needed = 1 + args.repeat + 2 * _BATCH * args.rounds
-            trees.append(_Tree(source.resolve(), root, iter(anyio.run(_proposals, paths, needed))))
+            made = iter(anyio.run(_proposals, paths, needed))
+            trees.append(_Tree(Path(source).resolve(), image or args.image, root, made))
         for tree in trees:
             stack.enter_context(_serve(tree.root, tree.tree))
         for tree in trees:
@@ -213,7 +216,7 @@ def main() -> None:
     base = statistics.median(bare)
     print(f"bare docker run --rm --network none (--version)    median {base * 1000:8.1f} ms  (n={len(bare)})")
     for tree in trees:
-        print(f"tree {tree.tree}")
+        print(f"tree {tree.tree}, image {tree.image}")
         median = statistics.median(tree.warm)
         print(f"  warm oracle launch --wait, handed to serve       median {median * 1000:8.1f} ms  "
               f"x{median / base:5.2f} of the bare run (goal <= 0.5)")  # fmt: skip

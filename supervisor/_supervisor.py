@@ -181,6 +181,25 @@ class Supervisor:
                 pool_scope.cancel()
         self.pool = None
 
+    @asynccontextmanager
+    async def sockets_stop_in_background(self) -> AsyncIterator[None]:
+        """For the block, a launch's socket server winds down in the background: the launch answers
+        once its grant is revoked and its container has stopped and been removed, before uvicorn has
+        stopped (the block's end waits for it). What a one-shot command uses to print its answer
+        early; :meth:`warm` does the same and more."""
+        try:
+            async with anyio.create_task_group() as background:
+                self._background = background
+                try:
+                    yield
+                finally:
+                    self._background = None
+        except BaseExceptionGroup as group:
+            error = unwrap_error(group)  # the block's own error, as it would have come without the group
+            if error is group:
+                raise
+            raise error from None
+
     async def _revoke_orphan(self, launch_id: str) -> None:
         await self.store.db.run(
             self.store.grants.revoke_for_launch, launch_id, actor=_ACTOR, reason="supervisor_restarted"

@@ -21,5 +21,5 @@ def run() -> NoReturn:
     if status is None:
         from supervisor.cli._main import main
 
-        status = main()
+        status = main(exit_when_answered=True)
     sys.exit(status)

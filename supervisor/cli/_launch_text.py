@@ -9,6 +9,7 @@ text helpers only.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -16,7 +17,33 @@ from typing import Any
 
 from supervisor.cli._timeline_text import warning_lines
 
-__all__ = ["oracle_launch_answer", "progress_printer", "review_run_answer", "review_run_lines"]
+__all__ = [
+    "exits_when_answered",
+    "oracle_launch_answer",
+    "print_and_exit",
+    "progress_printer",
+    "review_run_answer",
+    "review_run_lines",
+]
+
+
+def exits_when_answered(args: Any) -> bool:
+    """Whether the command may end its process as soon as its answer is printed (the console script
+    says so, :func:`supervisor.cli._main.main`; a caller of ``main`` in-process never)."""
+    return bool(getattr(args, "exit_when_answered", False))
+
+
+def print_and_exit(args: Any, answer: dict[str, Any]) -> None:
+    """Print ``answer`` as the command would and end the process with status 0 at once.
+
+    For a launch command whose work is done (grants revoked, containers stopped and removed, ends
+    recorded, the owner lock released): what is left, the launch sockets' servers winding down, is
+    the process's own and goes with it."""
+    from supervisor.cli._output import emit
+
+    emit(answer, as_json=args.json)
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def progress_printer(as_json: bool) -> Callable[[str, dict[str, Any]], None]:

@@ -23,7 +23,7 @@ from supervisor.cli._background import (
     start_detached,
 )
 from supervisor.cli._choices import add_lazy_choice
-from supervisor.cli._launch_text import oracle_launch_answer
+from supervisor.cli._launch_text import exits_when_answered, oracle_launch_answer, print_and_exit
 from supervisor.cli.commands import _oracle_feedback
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor import Supervisor
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor:
+            async with Supervisor(store) as supervisor, supervisor.sockets_stop_in_background():
                 result = await supervisor.launch_role(
                     "memory_oracle",
                     args.proposal_id,
@@ -57,8 +57,11 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
                     timeout=args.timeout,
                     on_phase=on_phase,
                 )
-            body = result.to_dict()
-            body["warnings"] = cited_warnings(store, body["warnings"])
+                body = result.to_dict()
+                body["warnings"] = cited_warnings(store, body["warnings"])
+                if exits_when_answered(args):
+                    await supervisor.aclose()
+                    print_and_exit(args, oracle_launch_answer(body))
     return oracle_launch_answer(body)
 
 

@@ -19,7 +19,12 @@ from supervisor.cli._background import (
     resolve_proposal,
     start_detached,
 )
-from supervisor.cli._launch_text import review_run_answer, review_run_lines
+from supervisor.cli._launch_text import (
+    exits_when_answered,
+    print_and_exit,
+    review_run_answer,
+    review_run_lines,
+)
 
 __all__ = ["register_subcommands", "review_run_lines"]
 
@@ -40,9 +45,12 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor.review import run_review
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor:
+            async with Supervisor(store) as supervisor, supervisor.sockets_stop_in_background():
                 run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
-        body = run.to_dict()
+                body = run.to_dict()
+                if exits_when_answered(args):
+                    await supervisor.aclose()
+                    print_and_exit(args, review_run_answer(body))
     return review_run_answer(body)
 
 
