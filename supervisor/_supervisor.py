@@ -39,23 +39,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
-from capabilities.auth import issue_capability
-from capabilities.services import Services
-from capabilities.serving import build_launch_app
 from store import Store
-from store.config import ProviderName
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
 from store.events import Event, list_events
-from store.launches import Launch, LaunchStatus
+from store.launches import Launch
 from store.work import ProposalStatus
+from supervisor._launch_records import fail_unstarted, import_launch_machinery, note_model_failure
 from supervisor.docker import Claimed, DockerLauncher, Launcher, PooledContainer, Spawn, WarmPool
 from supervisor.launch import (
-    LaunchLimits,
     LaunchPhase,
     LaunchPlan,
     LaunchResult,
@@ -66,11 +62,14 @@ from supervisor.launch import (
     RuntimeRoot,
     launch_socket,
     live_owners,
+    oracle_plan,
     report_phase,
     supervisor_id_for,
     unwrap_error,
 )
-from supervisor.models import ModelGateway
+
+if TYPE_CHECKING:
+    from capabilities.services import Services
 
 __all__ = ["ROLES", "LaunchResult", "PhaseReporter", "Supervisor"]
 
@@ -100,7 +99,7 @@ class Supervisor:
         spec (say, to run a process that hangs or crashes). Neither changes any hardening measure,
         which :func:`~supervisor.launch_spec.container_kwargs` always applies."""
         self.store = store
-        self.services = Services(store=store)
+        self._services: Services | None = None
         self.supervisor_id = supervisor_id_for(store.paths.root)
         self.runtime = runtime or RuntimeRoot(self.supervisor_id)
         self._owns_launcher = launcher is None
@@ -117,6 +116,15 @@ class Supervisor:
         self.pool: WarmPool | None = None
         self._background: anyio.abc.TaskGroup | None = None
         self._spawn: Spawn | None = None
+
+    @property
+    def services(self) -> Services:
+        """The tool services the launch sockets serve (built on first use: their imports are costly)."""
+        if self._services is None:
+            from capabilities.services import Services
+
+            self._services = Services(store=self.store)
+        return self._services
 
     async def __aenter__(self) -> Supervisor:
         await self.start()
@@ -149,56 +157,54 @@ class Supervisor:
             await self.launcher.aclose()
 
     @asynccontextmanager
-    async def warm(self, size: int | None = None) -> AsyncIterator[WarmPool | None]:
+    async def warm(
+        self, size: int | None = None, *, one_shot: bool = False
+    ) -> AsyncIterator[WarmPool | None]:
         """Run a warm pool of ``size`` (default ``[supervisor] warm_pool``; 0: none) and background
         clean-up for the duration of the block (module docstring); yields the pool. On the way out the
-        pool's unclaimed containers are removed and pending clean-ups finish."""
+        pool's unclaimed containers are removed and pending clean-ups finish.
+
+        ``one_shot`` (a command that runs its launches and ends): only the sockets' servers wind down
+        in the background; containers are removed before a launch answers and the pool starts
+        ``size`` containers, no more (each while the launch machinery is imported: :meth:`launch`),
+        so the command may end its process once it has answered and stopped the pool
+        (:meth:`WarmPool.stop <supervisor.docker.WarmPool.stop>`)."""
         size = self.store.config.supervisor.warm_pool if size is None else size
-        async with anyio.create_task_group() as background:
-            self._background, self._spawn = background, background.start_soon
-            pool_scope = anyio.CancelScope()
-            try:
-                if size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None:
-                    self.pool = WarmPool(
-                        self.launcher.docker,
-                        self.runtime,
-                        supervisor_id=self.supervisor_id,
-                        owner=self._owner.name,
-                        limiter=self._limiter,
-                        plan=self.oracle_plan(),
-                        size=size,
-                    )
-
-                    async def run_pool(task_status: anyio.abc.TaskStatus[None]) -> None:
-                        assert self.pool is not None
-                        with pool_scope:
-                            await self.pool.run(task_status=task_status)
-
-                    await background.start(run_pool)
-                yield self.pool
-            finally:
-                self._background = self._spawn = None
-                pool_scope.cancel()
-        self.pool = None
-
-    @asynccontextmanager
-    async def sockets_stop_in_background(self) -> AsyncIterator[None]:
-        """For the block, a launch's socket server winds down in the background: the launch answers
-        once its grant is revoked and its container has stopped and been removed, before uvicorn has
-        stopped (the block's end waits for it). What a one-shot command uses to print its answer
-        early; :meth:`warm` does the same and more."""
+        pooled = size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None
         try:
             async with anyio.create_task_group() as background:
-                self._background = background
+                self._background, self._spawn = background, None if one_shot else background.start_soon
+                pool_scope = anyio.CancelScope()
                 try:
-                    yield
+                    if pooled and isinstance(self.launcher, DockerLauncher):
+                        self.pool = WarmPool(
+                            self.launcher.docker,
+                            self.runtime,
+                            supervisor_id=self.supervisor_id,
+                            owner=self._owner.name,
+                            limiter=self._limiter,
+                            plan=self.oracle_plan(),
+                            size=size,
+                            refill=not one_shot,
+                        )
+
+                        async def run_pool(task_status: anyio.abc.TaskStatus[None]) -> None:
+                            assert self.pool is not None
+                            with pool_scope:
+                                await self.pool.run(task_status=task_status)
+
+                        await background.start(run_pool)
+                    yield self.pool
                 finally:
-                    self._background = None
+                    self._background = self._spawn = None
+                    pool_scope.cancel()
         except BaseExceptionGroup as group:
-            error = unwrap_error(group)  # the block's own error, as it would have come without the group
+            error = unwrap_error(group)  # the block's own error, as it would come without the group
             if error is group:
                 raise
             raise error from None
+        finally:
+            self.pool = None
 
     async def _revoke_orphan(self, launch_id: str) -> None:
         await self.store.db.run(
@@ -224,25 +230,7 @@ class Supervisor:
 
     def oracle_plan(self, *, provider: str | None = None, timeout: float | None = None) -> LaunchPlan:
         """The MemoryOracle's launch plan (``[roles.memory_oracle]``, with these overrides)."""
-        role_config = self.store.config.roles.memory_oracle
-        chosen = provider or role_config.provider
-        if chosen not in set(ProviderName):
-            names = ", ".join(ProviderName)
-            raise InvalidArgument(f"unknown provider {chosen!r}; providers: {names}")
-        deadline = float(timeout if timeout is not None else role_config.timeout_seconds)
-        if not 0 < deadline <= 86400:
-            raise InvalidArgument("timeout must be between 0 and 86400 seconds")
-        return LaunchPlan(
-            role=ROLES[0],
-            agent_id=role_config.agent_id,
-            provider=chosen,
-            image=role_config.image,
-            limits=LaunchLimits.from_role(role_config),
-            deadline=deadline,
-            command=("--provider", chosen, "--max-turns", str(self.store.config.providers.openai.max_turns)),
-            environment={"ROUNDTABLE_PROVIDER": chosen},
-            uses_model=chosen == ProviderName.OPENAI,
-        )
+        return oracle_plan(self.store.config, provider=provider, timeout=timeout)
 
     async def open_proposal(self, proposal_id: str) -> dict[str, Any]:
         """The proposal, if a launch may review it: open, with a current patch version (else ``conflict``)."""
@@ -262,7 +250,11 @@ class Supervisor:
         comes with its own; the launch is recorded when it has one.
         """
         pool = self.pool  # the one that lent the slot, even if it stops meanwhile
-        slot = await pool.lend(plan) if pool is not None else None
+        slot = None
+        if pool is not None:
+            async with anyio.create_task_group() as group:  # the imports run while the container starts
+                group.start_soon(anyio.to_thread.run_sync, import_launch_machinery)
+                slot = await pool.lend(plan)
         borrower = slot or object()
         if slot is None:
             await self._acquire(borrower)
@@ -300,6 +292,10 @@ class Supervisor:
     async def _run_launch(
         self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None, slot: PooledContainer | None
     ) -> LaunchResult:
+        from capabilities.auth import issue_capability
+        from capabilities.serving import build_launch_app
+        from supervisor.models import ModelGateway
+
         log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id, role=plan.role)
         gateway = ModelGateway(self.store.config.providers.openai, launch.id, transport=self._model_transport)
         # The model gateway (and so the operator's API key) exists only for launches that use it.
@@ -343,7 +339,7 @@ class Supervisor:
                 async def phase(step: LaunchPhase) -> None:
                     if step is LaunchPhase.STOPPED:
                         await self._revoke(grant_id, "launch_stopped")
-                        await self._note_model_failure(launch.id, gateway)
+                        await note_model_failure(self.store, launch.id, gateway)
                     await report_phase(on_phase, str(step), {"launch_id": launch.id})
 
                 handed_over = True
@@ -353,7 +349,7 @@ class Supervisor:
             error = unwrap_error(exc)
             if not handed_over:
                 with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                    await self._fail_unstarted(launch.id, error)
+                    await fail_unstarted(self.store, launch.id, error)
             if isinstance(error, RoundtableError):
                 raise error from None
             if isinstance(error, Exception):
@@ -376,32 +372,6 @@ class Supervisor:
         await report_phase(on_phase, "done", {"launch_id": launch.id, "status": str(final.status)})
         log.info("launch_done", status=str(final.status), warnings=len(warnings))
         return LaunchResult(final, warnings)
-
-    async def _fail_unstarted(self, launch_id: str, error: BaseException) -> None:
-        """Record the end of a launch that failed (or was cancelled) before its container ran."""
-        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
-        status = LaunchStatus.CANCELLED if cancelled else LaunchStatus.FAILED
-        message = error.message if isinstance(error, RoundtableError) else f"{type(error).__name__}: {error}"
-        try:
-            await self.store.db.run(
-                self.store.launches.finish,
-                launch_id,
-                status,
-                reason="cancelled" if cancelled else "prepare_failed",
-                error=message,
-            )
-        except RoundtableError as exc:  # already final: nothing more to record
-            _log.info("launch_already_final", launch_id=launch_id, detail=exc.message)
-
-    async def _note_model_failure(self, launch_id: str, gateway: ModelGateway) -> None:
-        """Note the gateway's first failure on the launch before its end is recorded (see the module
-        docstring); the launcher's end then becomes ``failed`` with that reason."""
-        if gateway.failure is None:
-            return
-        _log.info("launch_provider_failed", launch_id=launch_id, reason=gateway.failure.reason)
-        await self.store.db.run(
-            self.store.launches.note_failure, launch_id, gateway.failure.reason, gateway.failure.message
-        )
 
     async def _revoke(self, grant_id: str, reason: str) -> None:
         await self.store.db.run(self.store.grants.revoke, grant_id, actor=_ACTOR, reason=reason)

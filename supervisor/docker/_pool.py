@@ -132,7 +132,9 @@ class WarmPool:
         limiter: anyio.CapacityLimiter,
         plan: LaunchPlan,
         size: int,
+        refill: bool = True,
     ):
+        """``refill=False``: start ``size`` containers and no more (a one-shot command's pool)."""
         self.docker = docker
         self.runtime = runtime
         self.supervisor_id = supervisor_id
@@ -145,6 +147,10 @@ class WarmPool:
         self._changed = anyio.Event()
         self._failures = 0
         self._group: anyio.abc.TaskGroup | None = None
+        self._refill = refill
+        self._started = 0
+        self._scope = anyio.CancelScope()
+        self._stopped = anyio.Event()
 
     @property
     def idle(self) -> list[PooledContainer]:
@@ -163,13 +169,14 @@ class WarmPool:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Fill and refill the pool until cancelled, then remove every unclaimed container."""
         try:
-            async with anyio.create_task_group() as group:
-                self._group = group
-                self._top_up(group)
-                task_status.started()  # the first containers are on their way
-                while True:
-                    await self._changed.wait()
+            with self._scope:
+                async with anyio.create_task_group() as group:
+                    self._group = group
                     self._top_up(group)
+                    task_status.started()  # the first containers are on their way
+                    while True:
+                        await self._changed.wait()
+                        self._top_up(group)
         finally:
             self._group = None
             for slot in self._slots:
@@ -180,17 +187,26 @@ class WarmPool:
                     # Claimed but never let go: its launch fails at the go line, if it gets there.
                     for slot in [s for s in self._slots if not s.released]:
                         cleanup.start_soon(self._discard, slot)
+            self._stopped.set()
+
+    async def stop(self) -> None:
+        """Stop :meth:`run` and wait until it has removed every container not let go to a launch."""
+        self._scope.cancel()
+        await self._stopped.wait()
 
     def _top_up(self, group: anyio.abc.TaskGroup) -> None:
         """Start filling slots until the pool is full or no launch slot is free."""
         self._changed = anyio.Event()
         while len(self.idle) < self.size and not self.disabled:
+            if not self._refill and self._started >= self.size:
+                return
             slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape, docker=self.docker)
             try:
                 self.limiter.acquire_on_behalf_of_nowait(slot)
             except anyio.WouldBlock:
                 return
             self._slots.append(slot)
+            self._started += 1
             group.start_soon(self._fill, slot)
 
     async def until_ready(self) -> int:

@@ -13,7 +13,7 @@ from supervisor.launch._client_config import (
     mcp_client_config,
 )
 from supervisor.launch._ownership import OwnerLock, live_owners
-from supervisor.launch._plan import LaunchPlan
+from supervisor.launch._plan import LaunchPlan, oracle_plan
 from supervisor.launch._progress import PhaseReporter, report_phase
 from supervisor.launch._result import LaunchResult, unwrap_error
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
@@ -58,6 +58,7 @@ __all__ = [
     "launch_socket",
     "live_owners",
     "mcp_client_config",
+    "oracle_plan",
     "report_phase",
     "supervisor_id_for",
     "unwrap_error",

@@ -49,7 +49,10 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor import Supervisor
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor, supervisor.sockets_stop_in_background():
+            # One pooled container, started before the launch machinery is imported: a cold launch's
+            # container starts while this process loads what serves its socket.
+            pooled = 1 if args.provider in (None, store.config.roles.memory_oracle.provider) else 0
+            async with Supervisor(store) as supervisor, supervisor.warm(pooled, one_shot=True) as pool:
                 result = await supervisor.launch_role(
                     "memory_oracle",
                     args.proposal_id,
@@ -60,6 +63,8 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
                 body = result.to_dict()
                 body["warnings"] = cited_warnings(store, body["warnings"])
                 if exits_when_answered(args):
+                    if pool is not None:
+                        await pool.stop()
                     await supervisor.aclose()
                     print_and_exit(args, oracle_launch_answer(body))
     return oracle_launch_answer(body)

@@ -45,7 +45,7 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor.review import run_review
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor, supervisor.sockets_stop_in_background():
+            async with Supervisor(store) as supervisor, supervisor.warm(0, one_shot=True):
                 run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
                 body = run.to_dict()
                 if exits_when_answered(args):

@@ -89,11 +89,10 @@ async def proposals(store: Store, count: int) -> list[str]:
 
 
 def pooled(docker_sdk: Any, store: Store) -> list[Any]:
-    """The project's pooled containers (claimed or not)."""
+    """The project's pooled containers (claimed or not; one removed while listed is not one)."""
     label = f"{LABEL_SUPERVISOR}={supervisor_id_for(store.paths.root)}"
-    return [
-        c for c in docker_sdk.containers.list(all=True, filters={"label": label}) if LABEL_POOL in c.labels
-    ]
+    listed = docker_sdk.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    return [c for c in listed if LABEL_POOL in c.labels]
 
 
 def rows(store: Store, sql: str) -> list[Any]:
@@ -351,7 +350,7 @@ async def test_a_claim_that_fails_before_its_go_line_leaves_no_container(
         with anyio.fail_after(120):
             assert await pool.until_ready() == 1
         (claimed,) = pool.idle
-        monkeypatch.setattr("supervisor._supervisor.issue_capability", refuse)
+        monkeypatch.setattr("capabilities.auth.issue_capability", refuse)  # imported per launch
         with pytest.raises(InternalError, match="injected"):
             await supervisor.launch_role("memory_oracle", proposal)
         assert claimed not in pool.idle  # never handed out again
