@@ -25,22 +25,11 @@ import pytest
 from supervisor.cli._handoff import SERVE_FILE, STATE_DIR
 from supervisor.cli._launch_text import oracle_launch_answer
 from supervisor.cli._quick import _parse
+from tests.supervisor.cli.test_startup_imports import _PROBE  # runs the command, then lists sys.modules
 
 REPO = Path(__file__).resolve().parents[3]
 _PROPOSAL = "P-20260101T000000000000Z-0123456789ab"
 _BODY = {"id": "L-1", "status": "exited", "exit_code": 0, "reason": None, "error": None, "warnings": []}
-_PROBE = """
-import json, runpy, sys
-out, *argv = sys.argv[1:]
-sys.argv = ["roundtable", *argv]
-try:
-    runpy.run_module("supervisor", run_name="__main__", alter_sys=True)
-    code = 0
-except SystemExit as exc:
-    code = exc.code
-with open(out, "w", encoding="utf-8") as handle:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, handle)
-"""
 HEAVY = ("store.config", "store.db", "pydantic", "structlog", "anyio", "asyncio", "sqlite3", "docker", "mcp")
 
 
@@ -144,7 +133,7 @@ def _run(project: Path, *argv: str) -> tuple[int, str, str, list[str]]:
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     }
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(out), *argv, "--root", str(project)],
+        [sys.executable, "-c", _PROBE, str(out), "", *argv, "--root", str(project)],
         capture_output=True, text=True, timeout=120, check=False, env=env,
     )  # fmt: skip
     report = json.loads(out.read_text(encoding="utf-8"))
