@@ -50,6 +50,7 @@ GO_LINE = b"go\n"
 supervisor imports nothing of the role image's code)."""
 _UNCLAIMED = "unclaimed"
 _READY_SECONDS = 120.0
+_WATCH_SECONDS = 7 * 24 * 3600.0
 _MAX_FAILURES = 3
 _DISABLED = "pooled containers end before their claim; is the role image current (roundtable image build)?"
 _UNREACHABLE = "the Docker engine could not start pooled containers (see last_error); launches run cold"
@@ -82,6 +83,8 @@ class PooledContainer:
     ready: anyio.Event = field(default_factory=anyio.Event)
     gone: anyio.Event = field(default_factory=anyio.Event)
     docker: DockerClient | None = field(default=None, repr=False)
+    watching: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
+    """The scope of the wait that notices a ready container ending before its claim (cancelled by it)."""
     filling: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
     """The scope of the pool's task that starts this container: evicting a starting one cancels it,
     and that task removes what it started (so nothing closes its FIFOs under it)."""
@@ -223,6 +226,7 @@ class WarmPool:
         for slot in self.idle:
             if not slot.gone.is_set():
                 slot.claimed = True
+                slot.watching.cancel()  # from now on the launch's launcher waits for it
                 self.poke()
                 return slot
         return None
@@ -295,6 +299,10 @@ class WarmPool:
                 self._failures = 0
                 slot.ready.set()
                 log.info("pool_container_ready", container_id=slot.container_id[:12])
+                if await self._ended_unclaimed(slot):  # died while it waited: replaced, not lent
+                    log.warning("pool_container_died", container_id=slot.container_id[:12])
+                    with anyio.CancelScope(shield=True):
+                        await self._discard(slot)
                 return
             if not slot.claimed:
                 self._failures += 1
@@ -309,6 +317,17 @@ class WarmPool:
             raise
         with anyio.CancelScope(shield=True):
             await self._discard(slot)
+
+    async def _ended_unclaimed(self, slot: PooledContainer) -> bool:
+        """Wait while ``slot`` waits for its claim; True if its container ended first (its claim, an
+        eviction or an engine that cannot be asked end the wait with False)."""
+        with slot.watching:
+            try:
+                status = await self.docker.wait(slot.container_id, _WATCH_SECONDS)
+            except RoundtableError:
+                return False
+            return status is not None and not slot.claimed
+        return False
 
     def _prepare(self, slot: PooledContainer) -> LaunchRuntimeDir:
         rundir = self.runtime.create(slot.slot_id)
