@@ -37,6 +37,7 @@ dies first).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -116,14 +117,14 @@ class Supervisor:
         self.pool: WarmPool | None = None
         self._background: anyio.abc.TaskGroup | None = None
         self._spawn: Spawn | None = None
+        self._machinery: anyio.Event | None = None
 
     @property
     def services(self) -> Services:
         """The tool services the launch sockets serve (built on first use: their imports are costly)."""
-        if self._services is None:
-            from capabilities.services import Services
+        from capabilities.services import Services
 
-            self._services = Services(store=self.store)
+        self._services = self._services or Services(store=self.store)
         return self._services
 
     async def __aenter__(self) -> Supervisor:
@@ -165,10 +166,9 @@ class Supervisor:
         pool's unclaimed containers are removed and pending clean-ups finish.
 
         ``one_shot`` (a command that runs its launches and ends): only the sockets' servers wind down
-        in the background; containers are removed before a launch answers and the pool starts
-        ``size`` containers, no more (each while the launch machinery is imported: :meth:`launch`),
-        so the command may end its process once it has answered and stopped the pool
-        (:meth:`WarmPool.stop <supervisor.docker.WarmPool.stop>`)."""
+        in the background; containers are removed before a launch answers and the pool starts ``size``
+        containers, no more (each while the launch machinery is imported: :meth:`launch`), so the
+        command may end its process once it has answered and stopped the pool (``WarmPool.stop``)."""
         size = self.store.config.supervisor.warm_pool if size is None else size
         pooled = size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None
         try:
@@ -253,7 +253,7 @@ class Supervisor:
         slot = None
         if pool is not None:
             async with anyio.create_task_group() as group:  # the imports run while the container starts
-                group.start_soon(anyio.to_thread.run_sync, import_launch_machinery)
+                group.start_soon(self._load_machinery)
                 slot = await pool.lend(plan)
         borrower = slot or object()
         if slot is None:
@@ -278,6 +278,18 @@ class Supervisor:
                 if self.pool is not None:
                     self.pool.poke()
 
+    async def _load_machinery(self) -> None:
+        """Import the launch machinery once, in one worker thread that every launch waits for (two
+        threads importing the same modules at once can see each other's half-made modules)."""
+        if self._machinery is not None:
+            return await self._machinery.wait()
+        self._machinery = anyio.Event()
+        try:  # an import that fails here fails the launch later, as itself
+            with contextlib.suppress(Exception):
+                await anyio.to_thread.run_sync(import_launch_machinery)
+        finally:
+            self._machinery.set()
+
     async def _acquire(self, borrower: object) -> None:
         """Take a launch slot for ``borrower``, evicting idle pooled containers when none is free."""
         while True:
@@ -292,6 +304,7 @@ class Supervisor:
     async def _run_launch(
         self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None, slot: PooledContainer | None
     ) -> LaunchResult:
+        await self._load_machinery()
         from capabilities.auth import issue_capability
         from capabilities.serving import build_launch_app
         from supervisor.models import ModelGateway

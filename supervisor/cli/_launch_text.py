@@ -18,6 +18,7 @@ from typing import Any
 from supervisor.cli._timeline_text import warning_lines
 
 __all__ = [
+    "end_when_answered",
     "exits_when_answered",
     "oracle_launch_answer",
     "print_and_exit",
@@ -31,6 +32,18 @@ def exits_when_answered(args: Any) -> bool:
     """Whether the command may end its process as soon as its answer is printed (the console script
     says so, :func:`supervisor.cli._main.main`; a caller of ``main`` in-process never)."""
     return bool(getattr(args, "exit_when_answered", False))
+
+
+async def end_when_answered(args: Any, supervisor: Any, pool: Any, answer: dict[str, Any]) -> None:
+    """If the command may end its process once answered (:func:`exits_when_answered`): stop the
+    one-shot ``pool`` (its containers removed), close ``supervisor`` (its owner lock released) and
+    :func:`print_and_exit`; otherwise return, and the command answers as usual."""
+    if not exits_when_answered(args):
+        return
+    if pool is not None:
+        await pool.stop()
+    await supervisor.aclose()
+    print_and_exit(args, answer)
 
 
 def print_and_exit(args: Any, answer: dict[str, Any]) -> None:

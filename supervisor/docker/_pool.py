@@ -51,6 +51,7 @@ supervisor imports nothing of the role image's code)."""
 _UNCLAIMED = "unclaimed"
 _READY_SECONDS = 120.0
 _WATCH_SECONDS = 7 * 24 * 3600.0
+_WEIGHT_SECONDS = 30.0
 _MAX_FAILURES = 3
 _DISABLED = "pooled containers end before their claim; is the role image current (roundtable image build)?"
 _UNREACHABLE = "the Docker engine could not start pooled containers (see last_error); launches run cold"
@@ -88,6 +89,8 @@ class PooledContainer:
     filling: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
     """The scope of the pool's task that starts this container: evicting a starting one cancels it,
     and that task removes what it started (so nothing closes its FIFOs under it)."""
+    weighted: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    _weighing: bool = field(default=False, repr=False)
     _fds: list[int] = field(default_factory=list, repr=False)
 
     async def wait_ready(self) -> bool:
@@ -102,18 +105,29 @@ class PooledContainer:
             group.start_soon(either, self.gone)
         return self.ready.is_set() and not self.gone.is_set()
 
+    async def restore_weight(self) -> None:
+        """Give the container the engine's default CPU weight back (it waited at the lowest): started
+        when it is lent, so the launch's own preparation hides the engine's round trip."""
+        try:
+            if self.docker is not None:
+                with anyio.move_on_after(_WEIGHT_SECONDS, shield=True):
+                    await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
+        except RoundtableError as exc:  # it runs all the same, only on a lower weight
+            _log.warning("pool_weight_not_restored", slot_id=self.slot_id, error=exc.message)
+        finally:
+            self.weighted.set()
+
     async def release(self) -> None:
-        """Let the claimed container go on: write the go line (the FIFO is held open: never blocks),
-        and give it the engine's default CPU weight back."""
+        """Let the claimed container go on, at the default CPU weight (:meth:`restore_weight`, awaited
+        here): write the go line (the FIFO is held open: never blocks)."""
+        if self._weighing:
+            await self.weighted.wait()
+        else:
+            await self.restore_weight()
         go_fd = self._fds[1]
         os.write(go_fd, GO_LINE)
         self.released = True
         self.close_fds()
-        if self.docker is not None:
-            try:
-                await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
-            except RoundtableError as exc:  # it runs all the same, only on a lower weight
-                _log.warning("pool_weight_not_restored", slot_id=self.slot_id, error=exc.message)
 
     def close_fds(self) -> None:
         """Close the FIFOs (a container still waiting then reads end-of-file and exits)."""
@@ -239,6 +253,9 @@ class WarmPool:
             return None
         try:
             if await slot.wait_ready():
+                if self._group is not None:
+                    slot._weighing = True
+                    self._group.start_soon(slot.restore_weight)  # while the launch prepares
                 return slot
         except BaseException:
             self.finished(slot)

@@ -23,7 +23,7 @@ from supervisor.cli._background import (
     start_detached,
 )
 from supervisor.cli._choices import add_lazy_choice
-from supervisor.cli._launch_text import exits_when_answered, oracle_launch_answer, print_and_exit
+from supervisor.cli._launch_text import end_when_answered, oracle_launch_answer
 from supervisor.cli.commands import _oracle_feedback
 
 if TYPE_CHECKING:
@@ -62,11 +62,7 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 body = result.to_dict()
                 body["warnings"] = cited_warnings(store, body["warnings"])
-                if exits_when_answered(args):
-                    if pool is not None:
-                        await pool.stop()
-                    await supervisor.aclose()
-                    print_and_exit(args, oracle_launch_answer(body))
+                await end_when_answered(args, supervisor, pool, oracle_launch_answer(body))
     return oracle_launch_answer(body)
 
 

@@ -20,8 +20,7 @@ from supervisor.cli._background import (
     start_detached,
 )
 from supervisor.cli._launch_text import (
-    exits_when_answered,
-    print_and_exit,
+    end_when_answered,
     review_run_answer,
     review_run_lines,
 )
@@ -45,12 +44,12 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor.review import run_review
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor, supervisor.warm(0, one_shot=True):
+            # The round's oracle claims a pooled container started before the launch machinery is
+            # imported (as `oracle launch` does: supervisor.Supervisor.warm).
+            async with Supervisor(store) as supervisor, supervisor.warm(1, one_shot=True) as pool:
                 run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
                 body = run.to_dict()
-                if exits_when_answered(args):
-                    await supervisor.aclose()
-                    print_and_exit(args, review_run_answer(body))
+                await end_when_answered(args, supervisor, pool, review_run_answer(body))
     return review_run_answer(body)
 
 
