@@ -13,12 +13,14 @@ phase, with the time since the process started): start-up until ``requested`` (i
 supervisor start), ``requested`` to ``running`` (grant, socket, create, start), ``running`` to
 ``stopped`` (the runner in the container: its imports, the MCP handshake, the judge's calls),
 ``stopped`` to ``ended`` (inspect, logs, remove), ``ended`` to the answer (warnings, clean-up),
-and prints the medians. ``--variant IMAGE[@TREE]`` (repeatable) runs the launch once per variant in
-each repetition, each in its own project whose ``[roles.memory_oracle] image`` is ``IMAGE``, with
-the CLI of the source tree ``TREE`` (default: this one) on ``PYTHONPATH``: two builds of the role
-image and two checkouts (say, before and after a change) are compared in the same run against the
-bare runs. Each variant's ratios are to the bare ``--version`` run of its own image, measured in the
-same repetitions; a bare ``docker run --rm`` of ``python -c pass`` in each image is printed beside.
+and prints the medians, with the command's own CPU time (user and system, from ``wait4``: a
+figure a loaded machine changes less than wall times). ``--variant IMAGE[@TREE]`` (repeatable)
+runs the launch once per variant in each repetition, each in its own project whose
+``[roles.memory_oracle] image`` is ``IMAGE``, with the CLI of the source tree ``TREE`` (default:
+this one) on ``PYTHONPATH``: two builds of the role image and two checkouts (say, before and after
+a change) are compared in the same run against the bare runs. Each variant's ratios are to the
+bare ``--version`` run of its own image, measured in the same repetitions; a bare ``docker run
+--rm`` of ``python -c pass`` in each image is printed beside.
 Usage: ``python -m benchmarks.bench_oracle_cli [--repeat N] [--variant IMAGE[@TREE] ...]``; needs
 the Docker engine and the role image(s).
 """
@@ -93,8 +95,11 @@ def _timed_launch(variant: _Variant, root: Path, proposal_id: str) -> tuple[floa
             words = line.split("]", 1)[1].split()
             if words:
                 seen.setdefault(words[0], time.perf_counter() - start)
-    if proc.wait() != 0:
+    _, status, usage = os.wait4(proc.pid, 0)  # the process's own CPU, robust to a loaded machine
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
         raise SystemExit(f"oracle launch {proposal_id} failed")
+    seen["cpu"] = usage.ru_utime + usage.ru_stime
     return time.perf_counter() - start, seen
 
 
@@ -119,6 +124,8 @@ def _report(variant: _Variant, launch: list[float], segments: dict[str, list[flo
     print(
         f"  {'the whole command':<46} median {median * 1000:8.1f} ms  x{median / base:5.2f} of its bare run"
     )
+    cpu = statistics.median(segments["cpu"])
+    print(f"  {'its CPU time (user + system)':<46} median {cpu * 1000:8.1f} ms")
     for label, _, _ in _SEGMENTS:
         if segments[label]:
             part = statistics.median(segments[label])
@@ -171,6 +178,7 @@ def main() -> None:
                 if not index:
                     continue
                 launch[variant].append(launch_s)
+                segments[variant]["cpu"].append(marks["cpu"])
                 for label, begin, end in _SEGMENTS:
                     began = 0.0 if begin is None else marks.get(begin)
                     stop = launch_s if end is None else marks.get(end)

@@ -10,24 +10,32 @@ In one run, on one project whose ``roundtable serve`` keeps ``--pool`` container
   together), each from a full pool of 8 (``max_concurrent_launches`` 8), interleaved over rounds.
 
 Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of
-8 at once over 8 in turn (goal >= 3). Usage: ``python -m benchmarks.bench_warm_pool [--repeat N]
-[--rounds N] [--image TAG]``; needs the Docker engine and a role image with the claim wait
-(``roles/_claim.py``; the default is the configured one, ``roundtable-role:<version>``).
+8 at once over 8 in turn (goal >= 3). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve and the
+command of that source tree (``PYTHONPATH``) with that role image (default ``--image``), each on its
+own project and serve, interleaved with the others in every repetition: two checkouts (before and
+after a change) are compared in one run, against the same bare runs of ``--image``. Usage:
+``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG] [--tree DIR[@IMAGE]
+...]``; needs the Docker engine and a role image with the claim wait (``roles/_claim.py``; the
+default is the configured one, ``roundtable-role:<version>``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import IO
 
 import anyio
 
@@ -39,6 +47,11 @@ from supervisor.cli._handoff import hand_off
 from supervisor.cli._project import operator_call
 
 _BATCH = 8
+_HERE = Path(__file__).resolve().parents[1]
+
+
+def _env(tree: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(tree)}
 
 
 def _configure(config: Path, image: str, pool: int) -> None:
@@ -72,11 +85,18 @@ async def _proposals(paths: ProjectPaths, count: int) -> list[str]:
         store.close()
 
 
+def _drain(stream: IO[str]) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for _ in stream:
+            pass
+
+
 @contextmanager
-def _serve(root: Path) -> Iterator[subprocess.Popen[str]]:
+def _serve(root: Path, tree: Path) -> Iterator[subprocess.Popen[str]]:
     serve = subprocess.Popen(
         [sys.executable, "-m", "supervisor", "serve", "--root", str(root), "--port", "0"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env=_env(tree),
     )  # fmt: skip
     assert serve.stderr is not None
     try:
@@ -85,6 +105,8 @@ def _serve(root: Path) -> Iterator[subprocess.Popen[str]]:
                 break
         else:
             raise SystemExit(f"roundtable serve ended (status {serve.wait()})")
+        # Keep reading its log, so that a full pipe never blocks the serve.
+        threading.Thread(target=_drain, args=(serve.stderr,), daemon=True).start()
         yield serve
     finally:
         serve.terminate()
@@ -98,11 +120,11 @@ def _pool_ready(root: Path) -> int:
     return int(answer["ready"])
 
 
-def _launch(root: Path, proposal_id: str) -> subprocess.Popen[str]:
+def _launch(root: Path, tree: Path, proposal_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "supervisor", "oracle", "launch", proposal_id, "--wait", "--json",
          "--root", str(root)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(tree),
     )  # fmt: skip
 
 
@@ -129,6 +151,34 @@ def _bare(image: str) -> float:
     return time.perf_counter() - start
 
 
+class _Tree:
+    """One source tree under test: its project, its proposals and its figures."""
+
+    def __init__(self, tree: Path, image: str, root: Path, proposals: Iterator[str]):
+        self.tree, self.image, self.root, self.proposals = tree, image, root, proposals
+        self.warm: list[float] = []
+        self.in_turn: list[float] = []
+        self.at_once: list[float] = []
+
+    def launch(self) -> subprocess.Popen[str]:
+        return _launch(self.root, self.tree, next(self.proposals))
+
+    def ready(self) -> None:
+        _pool_ready(self.root)
+
+
+def _rounds(tree: _Tree) -> None:
+    """8 launches one after another, then 8 at once, each from a full pool."""
+    tree.ready()
+    started = time.perf_counter()
+    for _ in range(_BATCH):
+        _finish(tree.launch())
+    tree.in_turn.append(time.perf_counter() - started)
+    tree.ready()
+    started = time.perf_counter()
+    tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -136,43 +186,44 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of 8 in turn / 8 at once")
     parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
     parser.add_argument("--pool", type=int, default=_BATCH, help="[supervisor] warm_pool of the serve")
+    parser.add_argument("--tree", action="append", help="DIR[@IMAGE]: a source tree (default: this one)")
     args = parser.parse_args()
     bare: list[float] = []
-    warm: list[float] = []
-    in_turn: list[float] = []
-    at_once: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="rt-bench-pool-", dir="/tmp") as tmp:
-        root = Path(tmp) / "proj"
-        paths, _ = init_project(root)
-        _configure(paths.config_file, args.image, args.pool)
-        needed = 1 + args.repeat + 2 * _BATCH * args.rounds
-        proposals = iter(anyio.run(_proposals, paths, needed))
-        with _serve(root):
-            _pool_ready(root)
-            _finish(_launch(root, next(proposals)))  # a warm-up
-            for _ in range(args.repeat):
-                bare.append(_bare(args.image))
-                _pool_ready(root)
+    trees: list[_Tree] = []
+    with tempfile.TemporaryDirectory(prefix="rt-bench-pool-", dir="/tmp") as tmp, ExitStack() as stack:
+        for number, spec in enumerate(args.tree or [str(_HERE)]):
+            source, _, image = spec.partition("@")
+            root = Path(tmp) / f"proj{number}"
+            paths, _ = init_project(root)
+            _configure(paths.config_file, image or args.image, args.pool)
+            needed = 1 + args.repeat + 2 * _BATCH * args.rounds
+            made = iter(anyio.run(_proposals, paths, needed))
+            trees.append(_Tree(Path(source).resolve(), image or args.image, root, made))
+        for tree in trees:
+            stack.enter_context(_serve(tree.root, tree.tree))
+        for tree in trees:
+            tree.ready()
+            _finish(tree.launch())  # a warm-up
+        for _ in range(args.repeat):
+            bare.append(_bare(args.image))
+            for tree in trees:
+                tree.ready()
                 started = time.perf_counter()
-                warm.append(_timed([_launch(root, next(proposals))], started))
-            for _ in range(args.rounds):
-                _pool_ready(root)
-                started = time.perf_counter()
-                for _ in range(_BATCH):
-                    _finish(_launch(root, next(proposals)))
-                in_turn.append(time.perf_counter() - started)
-                _pool_ready(root)
-                started = time.perf_counter()
-                at_once.append(_timed([_launch(root, next(proposals)) for _ in range(_BATCH)], started))
+                tree.warm.append(_timed([tree.launch()], started))
+        for _ in range(args.rounds):
+            for tree in trees:
+                _rounds(tree)
     base = statistics.median(bare)
     print(f"bare docker run --rm --network none (--version)    median {base * 1000:8.1f} ms  (n={len(bare)})")
-    median = statistics.median(warm)
-    print(f"warm oracle launch --wait, handed to serve         median {median * 1000:8.1f} ms  "
-          f"x{median / base:5.2f} of the bare run (goal <= 0.5)")  # fmt: skip
-    seq, par = statistics.median(in_turn), statistics.median(at_once)
-    print(f"{_BATCH} launches one after another (warm pool of {args.pool})    median {seq * 1000:8.1f} ms")
-    print(f"{_BATCH} launches at once                                median {par * 1000:8.1f} ms  "
-          f"throughput x{seq / par:5.2f} (goal >= 3)")  # fmt: skip
+    for tree in trees:
+        print(f"tree {tree.tree}, image {tree.image}")
+        median = statistics.median(tree.warm)
+        print(f"  warm oracle launch --wait, handed to serve       median {median * 1000:8.1f} ms  "
+              f"x{median / base:5.2f} of the bare run (goal <= 0.5)")  # fmt: skip
+        seq, par = statistics.median(tree.in_turn), statistics.median(tree.at_once)
+        print(f"  {_BATCH} launches one after another (pool of {args.pool})   median {seq * 1000:8.1f} ms")
+        print(f"  {_BATCH} launches at once                              median {par * 1000:8.1f} ms  "
+              f"throughput x{seq / par:5.2f} (goal >= 3)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 ``roundtable serve`` keeps a warm pool of role containers started before any launch exists. Such a
 container's runtime directory (read-only at ``/run/roundtable``) holds only two FIFOs, no token and
 no socket: :data:`READY_FIFO` and :data:`GO_FIFO`. :func:`wait_for_claim`, called first thing by the
-runner, sees the go FIFO, imports what the runner will need (its MCP client and the
-providers: the costly part of a start), says ``ready`` on the ready FIFO and blocks reading the go
+runner, sees the go FIFO, imports what the runner will need (its MCP client and the configured
+provider: the costly part of a start), says ``ready`` on the ready FIFO and blocks reading the go
 FIFO. The supervisor holds both FIFOs open read-write, so neither open blocks and the read waits
 for data without polling. When a launch claims the container, the supervisor writes the token, binds
 the socket in the same directory and then writes :data:`GO_LINE`; the runner goes on as any launch.
@@ -28,20 +28,30 @@ READY_FIFO = "ready"
 GO_LINE = b"go\n"
 READY_LINE = b"ready\n"
 _DEFAULT_CHANNEL_DIR = "/run/roundtable"
-# What the runner imports once it runs: loaded while the container waits, not after the claim.
+# What the runner imports once it runs: loaded while the container waits, not after the claim. Only
+# the configured provider's (ROUNDTABLE_PROVIDER, as the runner reads it): a judge launch never loads
+# the model gateway's HTTP client, the costliest import of all.
 _WARM_MODULES = (
     "roles._mcp_http",
     "roles._unix_http",
     "roles.channel",
-    "roles.gateway",
     "roles.tools",
-    "roles.providers.checks_step",
-    "roles.providers.judge",
-    "roles.providers.lexical",
-    "roles.providers.openai",
+    "roles.providers.openai",  # the runner's _run imports its GatewayRefused whatever the provider
     "anyio._core._sockets",  # what connecting to the socket loads (the names may move: best effort)
+    "anyio._backends._asyncio",  # what the first anyio.run loads: asyncio and anyio's backend
     "queue",
 )
+_PROVIDER_MODULES = {
+    "judge": ("roles.providers.judge",),
+    "lexical": ("roles.providers.checks_step", "roles.providers.lexical"),
+    "openai": ("roles.providers.checks_step", "roles.gateway"),
+}
+
+
+def _warm_modules() -> tuple[str, ...]:
+    provider = os.environ.get("ROUNDTABLE_PROVIDER", "judge")
+    every = tuple(name for names in _PROVIDER_MODULES.values() for name in names)
+    return _WARM_MODULES + _PROVIDER_MODULES.get(provider, every)
 
 
 def _is_fifo(path: Path) -> bool:
@@ -60,7 +70,7 @@ def wait_for_claim(channel: Path | None = None) -> bool:
     go = channel / GO_FIFO
     if not _is_fifo(go):
         return False
-    for name in _WARM_MODULES:
+    for name in _warm_modules():
         try:
             importlib.import_module(name)
         except ImportError:

@@ -212,4 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # The answer is out: end the process now, without the interpreter's teardown, so the container
+    # stops (and the launch ends) as soon as the work is done.
+    os._exit(status)

@@ -23,9 +23,8 @@ failed when the gateway saw nothing ends ``failed`` with ``provider_failed``. Wa
 before the failure stay: they were real.
 
 Launches run concurrently up to ``[supervisor] max_concurrent_launches``. At start the supervisor
-reaps what a previous one left behind: labelled containers, runtime directories, launches still
-marked active (failed as ``supervisor_restarted``) and their grants (revoked). On a PostgreSQL store
-ownership is a heartbeat lease (:mod:`supervisor.launch._lease`), and only expired owners are reaped.
+reaps what a dead owner (its lock free; on PostgreSQL, its lease expired) left: labelled containers,
+runtime directories, launches still active (failed as ``supervisor_restarted``), grants (revoked).
 
 A long-running supervisor (``roundtable serve``) runs inside :meth:`Supervisor.warm`: a warm pool
 (:class:`~supervisor.docker.WarmPool`, ``[supervisor] warm_pool`` containers, counted against
@@ -38,27 +37,24 @@ dies first).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import structlog
 
-from capabilities.auth import issue_capability
-from capabilities.services import Services
-from capabilities.serving import build_launch_app
 from store import Store
-from store.config import ProviderName
 from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableError
 from store.events import Event, list_events
-from store.launches import Launch, LaunchStatus
+from store.launches import Launch
 from store.work import ProposalStatus
 from supervisor import docker as docker_side  # the lease helpers: take_ownership, watch_expired_owners
+from supervisor._launch_records import fail_unstarted, import_launch_machinery, note_model_failure
 from supervisor._launchers import configured_launcher
 from supervisor.docker import Claimed, DockerLauncher, Launcher, PooledContainer, Spawn, WarmPool
 from supervisor.launch import (
-    LaunchLimits,
     LaunchPhase,
     LaunchPlan,
     LaunchResult,
@@ -67,12 +63,15 @@ from supervisor.launch import (
     PhaseReporter,
     RuntimeRoot,
     launch_socket,
+    oracle_plan,
     owner_for,
     report_phase,
     supervisor_id_for,
     unwrap_error,
 )
-from supervisor.models import ModelGateway
+
+if TYPE_CHECKING:
+    from capabilities.services import Services
 
 __all__ = ["ROLES", "LaunchResult", "PhaseReporter", "Supervisor"]
 
@@ -102,7 +101,7 @@ class Supervisor:
         spec (say, to run a process that hangs or crashes). Neither changes any hardening measure,
         which :func:`~supervisor.launch_spec.container_kwargs` always applies."""
         self.store = store
-        self.services = Services(store=store)
+        self._services: Services | None = None
         self.supervisor_id = supervisor_id_for(store.paths.root)
         self.runtime = runtime or RuntimeRoot(self.supervisor_id)
         self._owns_launcher = launcher is None
@@ -116,6 +115,15 @@ class Supervisor:
         self.pool: WarmPool | None = None
         self._background: anyio.abc.TaskGroup | None = None
         self._spawn: Spawn | None = None
+        self._machinery: anyio.Event | None = None
+
+    @property
+    def services(self) -> Services:
+        """The tool services the launch sockets serve (built on first use: their imports are costly)."""
+        from capabilities.services import Services
+
+        self._services = self._services or Services(store=self.store)
+        return self._services
 
     async def __aenter__(self) -> Supervisor:
         await self.start()
@@ -146,39 +154,56 @@ class Supervisor:
             await closer()
 
     @asynccontextmanager
-    async def warm(self, size: int | None = None) -> AsyncIterator[WarmPool | None]:
+    async def warm(
+        self, size: int | None = None, *, one_shot: bool = False
+    ) -> AsyncIterator[WarmPool | None]:
         """Run a warm pool of ``size`` (default ``[supervisor] warm_pool``; 0: none) and background
         clean-up for the duration of the block (module docstring); yields the pool. On the way out the
-        pool's unclaimed containers are removed and pending clean-ups finish."""
+        pool's unclaimed containers are removed and pending clean-ups finish.
+
+        ``one_shot`` (a command that runs its launches and ends): only the sockets' servers wind down
+        in the background; containers are removed before a launch answers and the pool starts ``size``
+        containers, no more (each while the launch machinery is imported: :meth:`launch`), so the
+        command may end its process once it has answered and stopped the pool (``WarmPool.stop``)."""
         size = self.store.config.supervisor.warm_pool if size is None else size
-        async with anyio.create_task_group() as background:
-            self._background, self._spawn = background, background.start_soon
-            pool_scope, watch = anyio.CancelScope(), anyio.CancelScope()
-            background.start_soon(docker_side.watch_expired_owners, self.launcher, self._owner, watch)
-            try:
-                if size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None:
-                    self.pool = WarmPool(
-                        self.launcher.docker,
-                        self.runtime,
-                        supervisor_id=self.supervisor_id,
-                        owner=self._owner.name,
-                        limiter=self._limiter,
-                        plan=self.oracle_plan(),
-                        size=size,
-                    )
+        pooled = size > 0 and isinstance(self.launcher, DockerLauncher) and self._spec_transform is None
+        try:
+            async with anyio.create_task_group() as background:
+                self._background, self._spawn = background, None if one_shot else background.start_soon
+                pool_scope, watch = anyio.CancelScope(), anyio.CancelScope()
+                if not one_shot:  # a long-running supervisor also reaps peers whose lease expired
+                    background.start_soon(docker_side.watch_expired_owners, self.launcher, self._owner, watch)
+                try:
+                    if pooled and isinstance(self.launcher, DockerLauncher):
+                        self.pool = WarmPool(
+                            self.launcher.docker,
+                            self.runtime,
+                            supervisor_id=self.supervisor_id,
+                            owner=self._owner.name,
+                            limiter=self._limiter,
+                            plan=self.oracle_plan(),
+                            size=size,
+                            refill=not one_shot,
+                        )
 
-                    async def run_pool(task_status: anyio.abc.TaskStatus[None]) -> None:
-                        assert self.pool is not None
-                        with pool_scope:
-                            await self.pool.run(task_status=task_status)
+                        async def run_pool(task_status: anyio.abc.TaskStatus[None]) -> None:
+                            assert self.pool is not None
+                            with pool_scope:
+                                await self.pool.run(task_status=task_status)
 
-                    await background.start(run_pool)
-                yield self.pool
-            finally:
-                self._background = self._spawn = None
-                pool_scope.cancel()
-                watch.cancel()
-        self.pool = None
+                        await background.start(run_pool)
+                    yield self.pool
+                finally:
+                    self._background = self._spawn = None
+                    pool_scope.cancel()
+                    watch.cancel()
+        except BaseExceptionGroup as group:
+            error = unwrap_error(group)  # the block's own error, as it would come without the group
+            if error is group:
+                raise
+            raise error from None
+        finally:
+            self.pool = None
 
     async def _revoke_orphan(self, launch_id: str) -> None:
         await self.store.db.run(
@@ -204,25 +229,7 @@ class Supervisor:
 
     def oracle_plan(self, *, provider: str | None = None, timeout: float | None = None) -> LaunchPlan:
         """The MemoryOracle's launch plan (``[roles.memory_oracle]``, with these overrides)."""
-        role_config = self.store.config.roles.memory_oracle
-        chosen = provider or role_config.provider
-        if chosen not in set(ProviderName):
-            names = ", ".join(ProviderName)
-            raise InvalidArgument(f"unknown provider {chosen!r}; providers: {names}")
-        deadline = float(timeout if timeout is not None else role_config.timeout_seconds)
-        if not 0 < deadline <= 86400:
-            raise InvalidArgument("timeout must be between 0 and 86400 seconds")
-        return LaunchPlan(
-            role=ROLES[0],
-            agent_id=role_config.agent_id,
-            provider=chosen,
-            image=role_config.image,
-            limits=LaunchLimits.from_role(role_config),
-            deadline=deadline,
-            command=("--provider", chosen, "--max-turns", str(self.store.config.providers.openai.max_turns)),
-            environment={"ROUNDTABLE_PROVIDER": chosen},
-            uses_model=chosen == ProviderName.OPENAI,
-        )
+        return oracle_plan(self.store.config, provider=provider, timeout=timeout)
 
     async def open_proposal(self, proposal_id: str) -> dict[str, Any]:
         """The proposal, if a launch may review it: open, with a current patch version (else ``conflict``)."""
@@ -243,7 +250,11 @@ class Supervisor:
         """
         self._owner.check()  # a supervisor that lost its lease starts nothing
         pool = self.pool  # the one that lent the slot, even if it stops meanwhile
-        slot = await pool.lend(plan) if pool is not None else None
+        slot = None
+        if pool is not None:
+            async with anyio.create_task_group() as group:  # the imports run while the container starts
+                group.start_soon(self._load_machinery)
+                slot = await pool.lend(plan)
         borrower = slot or object()
         if slot is None:
             await self._acquire(borrower)
@@ -267,6 +278,18 @@ class Supervisor:
                 if self.pool is not None:
                     self.pool.poke()
 
+    async def _load_machinery(self) -> None:
+        """Import the launch machinery once, in one worker thread that every launch waits for (two
+        threads importing the same modules at once can see each other's half-made modules)."""
+        if self._machinery is not None:
+            return await self._machinery.wait()
+        self._machinery = anyio.Event()
+        try:  # an import that fails here fails the launch later, as itself
+            with contextlib.suppress(Exception):
+                await anyio.to_thread.run_sync(import_launch_machinery)
+        finally:
+            self._machinery.set()
+
     async def _acquire(self, borrower: object) -> None:
         """Take a launch slot for ``borrower``, evicting idle pooled containers when none is free."""
         while True:
@@ -281,6 +304,11 @@ class Supervisor:
     async def _run_launch(
         self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None, slot: PooledContainer | None
     ) -> LaunchResult:
+        await self._load_machinery()
+        from capabilities.auth import issue_capability
+        from capabilities.serving import build_launch_app
+        from supervisor.models import ModelGateway
+
         log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id, role=plan.role)
         gateway = ModelGateway(self.store.config.providers.openai, launch.id, transport=self._model_transport)
         # The model gateway (and so the operator's API key) exists only for launches that use it.
@@ -324,7 +352,7 @@ class Supervisor:
                 async def phase(step: LaunchPhase) -> None:
                     if step is LaunchPhase.STOPPED:
                         await self._revoke(grant_id, "launch_stopped")
-                        await self._note_model_failure(launch.id, gateway)
+                        await note_model_failure(self.store, launch.id, gateway)
                     await report_phase(on_phase, str(step), {"launch_id": launch.id})
 
                 handed_over = True
@@ -334,7 +362,7 @@ class Supervisor:
             error = unwrap_error(exc)
             if not handed_over:
                 with anyio.move_on_after(_CLEANUP_SECONDS, shield=True):
-                    await self._fail_unstarted(launch.id, error)
+                    await fail_unstarted(self.store, launch.id, error)
             if isinstance(error, RoundtableError):
                 raise error from None
             if isinstance(error, Exception):
@@ -357,32 +385,6 @@ class Supervisor:
         await report_phase(on_phase, "done", {"launch_id": launch.id, "status": str(final.status)})
         log.info("launch_done", status=str(final.status), warnings=len(warnings))
         return LaunchResult(final, warnings)
-
-    async def _fail_unstarted(self, launch_id: str, error: BaseException) -> None:
-        """Record the end of a launch that failed (or was cancelled) before its container ran."""
-        cancelled = isinstance(error, anyio.get_cancelled_exc_class())
-        status = LaunchStatus.CANCELLED if cancelled else LaunchStatus.FAILED
-        message = error.message if isinstance(error, RoundtableError) else f"{type(error).__name__}: {error}"
-        try:
-            await self.store.db.run(
-                self.store.launches.finish,
-                launch_id,
-                status,
-                reason="cancelled" if cancelled else "prepare_failed",
-                error=message,
-            )
-        except RoundtableError as exc:  # already final: nothing more to record
-            _log.info("launch_already_final", launch_id=launch_id, detail=exc.message)
-
-    async def _note_model_failure(self, launch_id: str, gateway: ModelGateway) -> None:
-        """Note the gateway's first failure on the launch before its end is recorded (see the module
-        docstring); the launcher's end then becomes ``failed`` with that reason."""
-        if gateway.failure is None:
-            return
-        _log.info("launch_provider_failed", launch_id=launch_id, reason=gateway.failure.reason)
-        await self.store.db.run(
-            self.store.launches.note_failure, launch_id, gateway.failure.reason, gateway.failure.message
-        )
 
     async def _revoke(self, grant_id: str, reason: str) -> None:
         await self.store.db.run(self.store.grants.revoke, grant_id, actor=_ACTOR, reason=reason)

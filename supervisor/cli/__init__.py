@@ -1,7 +1,25 @@
-"""The ``roundtable`` command line: the parser, one module per command group, output."""
+"""The ``roundtable`` command line: the parser, one module per command group, output.
+
+Importing this package imports nothing else of the command: :func:`run` tries the quick hand-off
+path first (:mod:`supervisor.cli._quick`), and builds the full parser (:mod:`supervisor.cli._main`)
+only when that path does not serve the command line.
+"""
 
 from __future__ import annotations
 
-from supervisor.cli._main import run
+import sys
+from typing import NoReturn
 
 __all__ = ["run"]
+
+
+def run() -> NoReturn:
+    """Console-script entry point (also ``python -m supervisor``)."""
+    from supervisor.cli._quick import quick_main
+
+    status = quick_main(sys.argv[1:])
+    if status is None:
+        from supervisor.cli._main import main
+
+        status = main(exit_when_answered=True)
+    sys.exit(status)

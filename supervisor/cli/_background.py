@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from store.errors import Conflict, InternalError
+from supervisor.cli._launch_text import progress_printer
 
 __all__ = [
     "Announcer",
@@ -29,23 +30,6 @@ __all__ = [
     "resolve_proposal",
     "start_detached",
 ]
-
-
-def progress_printer(as_json: bool) -> Callable[[str, dict[str, Any]], None]:
-    """A phase reporter writing one line per phase to stderr (JSON lines with ``--json``)."""
-    started = time.monotonic()
-
-    def report(phase: str, details: dict[str, Any]) -> None:
-        if as_json:
-            line = json.dumps({"phase": phase, **details}, sort_keys=True)
-        else:
-            shown = {k: v for k, v in details.items() if k != "launch_id"}
-            extra = " ".join(f"{k}={v}" for k, v in shown.items())
-            line = f"[{time.monotonic() - started:6.2f}s] {phase:<14} {details.get('launch_id', '')} {extra}"
-        sys.stderr.write(line.rstrip() + "\n")
-        sys.stderr.flush()
-
-    return report
 
 
 class Announcer:

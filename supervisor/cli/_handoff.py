@@ -13,14 +13,20 @@ says so on stderr and runs the launch itself. A file whose socket nobody listens
 that died: it is removed, and the command runs the launch itself. The serve, for its part, serves
 only peers of its own user (``SO_PEERCRED``).
 
-The protocol is JSON lines: one request ``{"op", "args"}``; then ``{"phase", "details"}`` lines as the
-launch progresses and one ``{"result": ...}`` or ``{"error": {"code", "message"}}`` line. Closing the
+The protocol is JSON lines: one request ``{"op", "args"}``; then ``{"accepted": true}`` once the serve
+has taken it (its proposal found, a prefix resolved: the ``handed_off`` line is printed then, so an
+unknown proposal answers exactly as in-process), ``{"phase", "details"}`` lines as the launch
+progresses and one ``{"result": ...}`` or ``{"error": {"code", "message"}}`` line. Closing the
 connection cancels the launch.
+
+This module imports only the standard library's light modules (the store's errors when an error is
+raised): :mod:`supervisor.cli._quick` hands a launch off through it before anything else is imported.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
@@ -31,12 +37,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from store.errors import InternalError
-
 __all__ = [
     "SERVE_FILE",
     "STATE_DIR",
+    "HandoffBroken",
     "HandoffTarget",
+    "connect",
+    "exchange",
     "find_serve",
     "hand_off",
     "raise_error_body",
@@ -52,6 +59,10 @@ _MAX_LINE = 16 * 1024 * 1024
 Reporter = Callable[[str, dict[str, Any]], None]
 
 
+class HandoffBroken(Exception):
+    """The serve broke the protocol or the connection mid-launch (an ``internal`` error to the user)."""
+
+
 class HandoffTarget:
     """A live serve's hand-off socket, as its file named it."""
 
@@ -61,9 +72,10 @@ class HandoffTarget:
         self.pid = pid
 
 
-def _private(path: Path, kind: int, what: str) -> str | None:
-    """Why ``path`` may not be trusted (None when it may): a ``kind`` file of ours, no group/other bits."""
-    info = os.lstat(path)
+def _private(path: Path, kind: int, what: str, info: os.stat_result | None = None) -> str | None:
+    """Why ``path`` may not be trusted (None when it may): a ``kind`` file of ours, no group/other bits
+    (``info``: its status, when already taken from an opened descriptor)."""
+    info = info or os.lstat(path)
     if stat.S_IFMT(info.st_mode) != kind:
         return f"{what} {path} is not a {'socket' if kind == stat.S_IFSOCK else 'regular file'}"
     if info.st_uid != os.geteuid():
@@ -93,9 +105,8 @@ def find_serve(state_dir: Path, *, warn: Callable[[str], None] | None = None) ->
     warn = warn or _stderr
     file = state_dir / SERVE_FILE
     try:
-        problem = _private(file, stat.S_IFREG, "the serve file")
+        announced, problem = _read_private(file)
         if problem is None:
-            announced = json.loads(file.read_text(encoding="utf-8"))
             socket_path = Path(str(announced["socket"]))
             pid = int(announced["pid"])
             problem = _private(socket_path, stat.S_IFSOCK, "the hand-off socket")
@@ -113,6 +124,25 @@ def find_serve(state_dir: Path, *, warn: Callable[[str], None] | None = None) ->
     return HandoffTarget(file, socket_path, pid)
 
 
+def _read_private(file: Path) -> tuple[Any, str | None]:
+    """The serve file's JSON, read from a descriptor opened without following a link and checked
+    (owner, mode, kind) on that descriptor, so what is read is what was checked."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        return None, f"the serve file {file} is not a regular file"
+    try:
+        problem = _private(file, stat.S_IFREG, "the serve file", os.fstat(fd))
+        if problem is not None:
+            return None, problem
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return json.loads(handle.read(_MAX_LINE)), None
+    finally:
+        os.close(fd)
+
+
 def _stderr(message: str) -> None:
     sys.stderr.write(f"roundtable: {message}\n")
     sys.stderr.flush()
@@ -121,12 +151,21 @@ def _stderr(message: str) -> None:
 def _remove_stale(file: Path, socket_path: Path | None) -> None:
     """Remove a dead serve's file, unless a new serve has replaced it meanwhile."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-        named = Path(str(json.loads(file.read_text(encoding="utf-8"))["socket"]))
+        announced, problem = _read_private(file)
+        if problem is not None:
+            return
+        named = Path(str(announced["socket"]))
         if socket_path is None and named.exists():
             return
         if socket_path is not None and named != socket_path:
             return
         file.unlink()
+
+
+def connect(target: HandoffTarget) -> socket.socket | None:
+    """A connection to ``target``'s serve, checked; None when nobody listens (the stale file is
+    removed) or the peer is not the announced serve (said on stderr)."""
+    return _connect(target)
 
 
 def _connect(target: HandoffTarget) -> socket.socket | None:
@@ -163,13 +202,47 @@ def _peer_problem(sock: socket.socket, target: HandoffTarget) -> str | None:
 
 def raise_error_body(body: dict[str, Any]) -> None:
     """Raise the :class:`RoundtableError` an ``{"code", "message"[, "details"]}`` body describes."""
-    from store.errors import error_classes
+    from store.errors import InternalError, error_classes
 
     code = str(body.get("code", "internal"))
     by_code = {cls.code: cls for cls in error_classes()}
     cls = by_code.get(code, InternalError)
     error = cls(str(body.get("message", "")), details=body.get("details") or None)
     raise error
+
+
+def exchange(
+    sock: socket.socket, target: HandoffTarget, op: str, args: dict[str, Any], on_phase: Reporter
+) -> tuple[bool, dict[str, Any]]:
+    """Send ``op`` on ``sock`` and follow it to its end: ``(True, result)`` or ``(False, error body)``.
+
+    ``on_phase`` receives ``handed_off`` once the serve accepts the request, then every phase it
+    reports; :class:`HandoffBroken` when the serve breaks the protocol or the connection."""
+    with sock, sock.makefile("rwb") as stream:
+        stream.write(json.dumps({"op": op, "args": args}).encode() + b"\n")
+        stream.flush()
+        while True:
+            line = stream.readline(_MAX_LINE)
+            if not line:
+                raise HandoffBroken(f"roundtable serve (pid {target.pid}) closed the hand-off mid-launch")
+            try:
+                message = json.loads(line)
+            except (ValueError, RecursionError):
+                raise HandoffBroken(
+                    f"roundtable serve answered a line that is not JSON: {line[:200]!r}"
+                ) from None
+            if not isinstance(message, dict):
+                raise HandoffBroken(f"roundtable serve answered an unknown line: {line[:200]!r}")
+            if "accepted" in message:
+                on_phase("handed_off", {"serve_pid": target.pid})
+            elif "phase" in message:
+                on_phase(str(message["phase"]), dict(message.get("details") or {}))
+            elif "result" in message:
+                return True, dict(message["result"])
+            elif "error" in message and isinstance(message["error"], dict):
+                return False, message["error"]
+            else:
+                raise HandoffBroken(f"roundtable serve answered an unknown line: {line[:200]!r}")
 
 
 def hand_off(
@@ -185,28 +258,12 @@ def hand_off(
     sock = _connect(target)
     if sock is None:
         return None
-    with sock, sock.makefile("rwb") as stream:
-        on_phase("handed_off", {"serve_pid": target.pid})
-        stream.write(json.dumps({"op": op, "args": args}).encode() + b"\n")
-        stream.flush()
-        while True:
-            line = stream.readline(_MAX_LINE)
-            if not line:
-                raise InternalError(f"roundtable serve (pid {target.pid}) closed the hand-off mid-launch")
-            try:
-                message = json.loads(line)
-            except (ValueError, RecursionError):
-                raise InternalError(
-                    f"roundtable serve answered a line that is not JSON: {line[:200]!r}"
-                ) from None
-            if not isinstance(message, dict):
-                raise InternalError(f"roundtable serve answered an unknown line: {line[:200]!r}")
-            if "phase" in message:
-                on_phase(str(message["phase"]), dict(message.get("details") or {}))
-            elif "result" in message:
-                result: dict[str, Any] = message["result"]
-                return result
-            elif "error" in message:
-                raise_error_body(message["error"])
-            else:
-                raise InternalError(f"roundtable serve answered an unknown line: {line[:200]!r}")
+    try:
+        done, body = exchange(sock, target, op, args, on_phase)
+    except HandoffBroken as exc:
+        from store.errors import InternalError
+
+        raise InternalError(str(exc)) from None
+    if not done:
+        raise_error_body(body)
+    return body

@@ -95,6 +95,16 @@ OPERATIONS: dict[str, Operation] = {
 """What a local command may hand to the serve, by name."""
 
 
+async def _accept(supervisor: Supervisor, args: dict[str, Any]) -> None:
+    """Resolve the request's proposal (an ID or a unique prefix of one, as the command takes it) before
+    the request is accepted: an unknown one is answered as the in-process command answers it."""
+    if "proposal_id" in args:
+        from supervisor.cli._project import resolve_id
+
+        value = str(_text(args, "proposal_id"))
+        args["proposal_id"] = await anyio.to_thread.run_sync(resolve_id, supervisor.store, "proposal", value)
+
+
 def _peer_uid(stream: anyio.abc.SocketStream) -> int:
     raw: socket.socket = stream.extra(anyio.abc.SocketAttribute.raw_socket)  # noqa: S610 (anyio, not Django)
     creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
@@ -137,6 +147,12 @@ async def _answer(supervisor: Supervisor, stream: anyio.abc.SocketStream) -> Non
         except RoundtableError as exc:
             await send(error_body(exc))
             return
+        try:
+            await _accept(supervisor, args)
+        except RoundtableError as exc:
+            await send(error_body(exc))
+            return
+        await send({"accepted": True})
 
         async def report(phase: str, details: dict[str, Any]) -> None:
             await send({"phase": phase, "details": details})

@@ -67,8 +67,12 @@ def _wants_json(argv: Sequence[str]) -> bool:
     return "--json" in argv
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns the exit status."""
+def main(argv: Sequence[str] | None = None, *, exit_when_answered: bool = False) -> int:
+    """Run one command; returns the exit status.
+
+    ``exit_when_answered`` (the console script's): a launch command may end the process as soon as
+    it has printed its answer, instead of waiting for its sockets' servers to wind down
+    (:func:`supervisor.cli._launch_text.print_and_exit`)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if not args_list:
         # Bare `roundtable`: the whole help, on stderr with status 2, as argparse treats a missing
@@ -86,6 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, default in (("root", None), ("json", False), ("verbose", False)):
         if not hasattr(args, name):
             setattr(args, name, default)
+    args.exit_when_answered = exit_when_answered
     # Imported past parsing: a usage error or --help (argparse exits) never pays for them.
     import inspect
 
@@ -116,8 +121,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     if isinstance(result, dict):
         emit(result, as_json=args.json, render=getattr(args, "render", None))
     return 0
-
-
-def run() -> NoReturn:
-    """Console-script entry point."""
-    sys.exit(main())

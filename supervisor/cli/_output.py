@@ -22,9 +22,10 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from store.errors import RoundtableError, error_body
+if TYPE_CHECKING:
+    from store.errors import RoundtableError
 
 __all__ = [
     "Renderer",
@@ -133,6 +134,8 @@ def emit_error(exc: RoundtableError, *, as_json: bool) -> None:
     """Print a structured error: :func:`~store.errors.error_body` on stdout with ``--json``, one
     line on stderr otherwise (plus its candidates, for an ambiguous ID prefix)."""
     if as_json:
+        from store.errors import error_body
+
         sys.stdout.write(json.dumps(error_body(exc)) + "\n")
         sys.stdout.flush()
         return

@@ -50,6 +50,8 @@ GO_LINE = b"go\n"
 supervisor imports nothing of the role image's code)."""
 _UNCLAIMED = "unclaimed"
 _READY_SECONDS = 120.0
+_WATCH_SECONDS = 7 * 24 * 3600.0
+_WEIGHT_SECONDS = 30.0
 _MAX_FAILURES = 3
 _DISABLED = "pooled containers end before their claim; is the role image current (roundtable image build)?"
 _UNREACHABLE = "the Docker engine could not start pooled containers (see last_error); launches run cold"
@@ -82,9 +84,13 @@ class PooledContainer:
     ready: anyio.Event = field(default_factory=anyio.Event)
     gone: anyio.Event = field(default_factory=anyio.Event)
     docker: DockerClient | None = field(default=None, repr=False)
+    watching: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
+    """The scope of the wait that notices a ready container ending before its claim (cancelled by it)."""
     filling: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
     """The scope of the pool's task that starts this container: evicting a starting one cancels it,
     and that task removes what it started (so nothing closes its FIFOs under it)."""
+    weighted: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    _weighing: bool = field(default=False, repr=False)
     _fds: list[int] = field(default_factory=list, repr=False)
 
     async def wait_ready(self) -> bool:
@@ -99,18 +105,29 @@ class PooledContainer:
             group.start_soon(either, self.gone)
         return self.ready.is_set() and not self.gone.is_set()
 
+    async def restore_weight(self) -> None:
+        """Give the container the engine's default CPU weight back (it waited at the lowest): started
+        when it is lent, so the launch's own preparation hides the engine's round trip."""
+        try:
+            if self.docker is not None:
+                with anyio.move_on_after(_WEIGHT_SECONDS, shield=True):
+                    await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
+        except RoundtableError as exc:  # it runs all the same, only on a lower weight
+            _log.warning("pool_weight_not_restored", slot_id=self.slot_id, error=exc.message)
+        finally:
+            self.weighted.set()
+
     async def release(self) -> None:
-        """Let the claimed container go on: write the go line (the FIFO is held open: never blocks),
-        and give it the engine's default CPU weight back."""
+        """Let the claimed container go on, at the default CPU weight (:meth:`restore_weight`, awaited
+        here): write the go line (the FIFO is held open: never blocks)."""
+        if self._weighing:
+            await self.weighted.wait()
+        else:
+            await self.restore_weight()
         go_fd = self._fds[1]
         os.write(go_fd, GO_LINE)
         self.released = True
         self.close_fds()
-        if self.docker is not None:
-            try:
-                await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
-            except RoundtableError as exc:  # it runs all the same, only on a lower weight
-                _log.warning("pool_weight_not_restored", slot_id=self.slot_id, error=exc.message)
 
     def close_fds(self) -> None:
         """Close the FIFOs (a container still waiting then reads end-of-file and exits)."""
@@ -132,7 +149,9 @@ class WarmPool:
         limiter: anyio.CapacityLimiter,
         plan: LaunchPlan,
         size: int,
+        refill: bool = True,
     ):
+        """``refill=False``: start ``size`` containers and no more (a one-shot command's pool)."""
         self.docker = docker
         self.runtime = runtime
         self.supervisor_id = supervisor_id
@@ -145,6 +164,10 @@ class WarmPool:
         self._changed = anyio.Event()
         self._failures = 0
         self._group: anyio.abc.TaskGroup | None = None
+        self._refill = refill
+        self._started = 0
+        self._scope = anyio.CancelScope()
+        self._stopped = anyio.Event()
 
     @property
     def idle(self) -> list[PooledContainer]:
@@ -163,13 +186,14 @@ class WarmPool:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Fill and refill the pool until cancelled, then remove every unclaimed container."""
         try:
-            async with anyio.create_task_group() as group:
-                self._group = group
-                self._top_up(group)
-                task_status.started()  # the first containers are on their way
-                while True:
-                    await self._changed.wait()
+            with self._scope:
+                async with anyio.create_task_group() as group:
+                    self._group = group
                     self._top_up(group)
+                    task_status.started()  # the first containers are on their way
+                    while True:
+                        await self._changed.wait()
+                        self._top_up(group)
         finally:
             self._group = None
             for slot in self._slots:
@@ -180,17 +204,26 @@ class WarmPool:
                     # Claimed but never let go: its launch fails at the go line, if it gets there.
                     for slot in [s for s in self._slots if not s.released]:
                         cleanup.start_soon(self._discard, slot)
+            self._stopped.set()
+
+    async def stop(self) -> None:
+        """Stop :meth:`run` and wait until it has removed every container not let go to a launch."""
+        self._scope.cancel()
+        await self._stopped.wait()
 
     def _top_up(self, group: anyio.abc.TaskGroup) -> None:
         """Start filling slots until the pool is full or no launch slot is free."""
         self._changed = anyio.Event()
         while len(self.idle) < self.size and not self.disabled:
+            if not self._refill and self._started >= self.size:
+                return
             slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape, docker=self.docker)
             try:
                 self.limiter.acquire_on_behalf_of_nowait(slot)
             except anyio.WouldBlock:
                 return
             self._slots.append(slot)
+            self._started += 1
             group.start_soon(self._fill, slot)
 
     async def until_ready(self) -> int:
@@ -207,6 +240,7 @@ class WarmPool:
         for slot in self.idle:
             if not slot.gone.is_set():
                 slot.claimed = True
+                slot.watching.cancel()  # from now on the launch's launcher waits for it
                 self.poke()
                 return slot
         return None
@@ -219,6 +253,9 @@ class WarmPool:
             return None
         try:
             if await slot.wait_ready():
+                if self._group is not None:
+                    slot._weighing = True
+                    self._group.start_soon(slot.restore_weight)  # while the launch prepares
                 return slot
         except BaseException:
             self.finished(slot)
@@ -279,6 +316,10 @@ class WarmPool:
                 self._failures = 0
                 slot.ready.set()
                 log.info("pool_container_ready", container_id=slot.container_id[:12])
+                if await self._ended_unclaimed(slot):  # died while it waited: replaced, not lent
+                    log.warning("pool_container_died", container_id=slot.container_id[:12])
+                    with anyio.CancelScope(shield=True):
+                        await self._discard(slot)
                 return
             if not slot.claimed:
                 self._failures += 1
@@ -293,6 +334,17 @@ class WarmPool:
             raise
         with anyio.CancelScope(shield=True):
             await self._discard(slot)
+
+    async def _ended_unclaimed(self, slot: PooledContainer) -> bool:
+        """Wait while ``slot`` waits for its claim; True if its container ended first (its claim, an
+        eviction or an engine that cannot be asked end the wait with False)."""
+        with slot.watching:
+            try:
+                status = await self.docker.wait(slot.container_id, _WATCH_SECONDS)
+            except RoundtableError:
+                return False
+            return status is not None and not slot.claimed
+        return False
 
     def _prepare(self, slot: PooledContainer) -> LaunchRuntimeDir:
         rundir = self.runtime.create(slot.slot_id)

@@ -16,7 +16,7 @@ from supervisor.launch._client_config import (
 from supervisor.launch._ending import end_status, redacted_tail, tail_margin
 from supervisor.launch._lease import OwnerLease
 from supervisor.launch._ownership import OwnerLock, Ownership, live_owners, owner_for
-from supervisor.launch._plan import LaunchPlan
+from supervisor.launch._plan import LaunchPlan, oracle_plan
 from supervisor.launch._progress import PhaseReporter, report_phase
 from supervisor.launch._result import LaunchResult, unwrap_error
 from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
@@ -65,6 +65,7 @@ __all__ = [
     "launch_socket",
     "live_owners",
     "mcp_client_config",
+    "oracle_plan",
     "owner_for",
     "parse_memory",
     "redacted_tail",

@@ -14,10 +14,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from store.errors import InvalidArgument
 from supervisor.launch._spec import LaunchLimits, LaunchSpec
 
-__all__ = ["LaunchPlan"]
+if TYPE_CHECKING:
+    from store.config import ProjectConfig
+
+__all__ = ["LaunchPlan", "oracle_plan"]
+
+_MEMORY_ORACLE = "memory_oracle"
 
 
 @dataclass(frozen=True)
@@ -56,3 +63,30 @@ class LaunchPlan:
             timeout_seconds=self.deadline,
             redact=frozenset({token} if token else ()),
         )
+
+
+def oracle_plan(
+    config: ProjectConfig, *, provider: str | None = None, timeout: float | None = None
+) -> LaunchPlan:
+    """The MemoryOracle's launch plan (``[roles.memory_oracle]``, with these overrides)."""
+    from store.config import ProviderName
+
+    role_config = config.roles.memory_oracle
+    chosen = provider or role_config.provider
+    if chosen not in set(ProviderName):
+        names = ", ".join(ProviderName)
+        raise InvalidArgument(f"unknown provider {chosen!r}; providers: {names}")
+    deadline = float(timeout if timeout is not None else role_config.timeout_seconds)
+    if not 0 < deadline <= 86400:
+        raise InvalidArgument("timeout must be between 0 and 86400 seconds")
+    return LaunchPlan(
+        role=_MEMORY_ORACLE,
+        agent_id=role_config.agent_id,
+        provider=chosen,
+        image=role_config.image,
+        limits=LaunchLimits.from_role(role_config),
+        deadline=deadline,
+        command=("--provider", chosen, "--max-turns", str(config.providers.openai.max_turns)),
+        environment={"ROUNDTABLE_PROVIDER": chosen},
+        uses_model=chosen == ProviderName.OPENAI,
+    )

@@ -23,7 +23,7 @@ from supervisor.cli._background import (
     start_detached,
 )
 from supervisor.cli._choices import add_lazy_choice
-from supervisor.cli._timeline_text import warning_lines
+from supervisor.cli._launch_text import end_when_answered, oracle_launch_answer
 from supervisor.cli.commands import _oracle_feedback
 
 if TYPE_CHECKING:
@@ -49,7 +49,10 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor import Supervisor
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor:
+            # One pooled container, started before the launch machinery is imported: a cold launch's
+            # container starts while this process loads what serves its socket.
+            pooled = 1 if args.provider in (None, store.config.roles.memory_oracle.provider) else 0
+            async with Supervisor(store) as supervisor, supervisor.warm(pooled, one_shot=True) as pool:
                 result = await supervisor.launch_role(
                     "memory_oracle",
                     args.proposal_id,
@@ -57,18 +60,10 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
                     timeout=args.timeout,
                     on_phase=on_phase,
                 )
-            body = result.to_dict()
-            body["warnings"] = cited_warnings(store, body["warnings"])
-    warnings = body["warnings"]
-    lines = [
-        f"launch {body['id']}: {body['status']} (exit code {body['exit_code']}), {len(warnings)} warning(s)"
-    ]
-    if body["status"] == "failed":
-        lines.append(f"  failed: {body['reason']}" + (f": {body['error']}" if body.get("error") else ""))
-    for event in warnings:
-        block = warning_lines(event["payload"], event["cited_memories"])
-        lines += ["", f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]
-    return {"launch": body, "message": "\n".join(lines)}
+                body = result.to_dict()
+                body["warnings"] = cited_warnings(store, body["warnings"])
+                await end_when_answered(args, supervisor, pool, oracle_launch_answer(body))
+    return oracle_launch_answer(body)
 
 
 def cited_warnings(store: Store, warnings: list[dict[str, Any]]) -> list[dict[str, Any]]:

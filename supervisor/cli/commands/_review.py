@@ -19,7 +19,11 @@ from supervisor.cli._background import (
     resolve_proposal,
     start_detached,
 )
-from supervisor.cli._timeline_text import warning_lines
+from supervisor.cli._launch_text import (
+    end_when_answered,
+    review_run_answer,
+    review_run_lines,
+)
 
 __all__ = ["register_subcommands", "review_run_lines"]
 
@@ -40,42 +44,13 @@ async def _run(args: argparse.Namespace) -> dict[str, Any]:
         from supervisor.review import run_review
 
         with open_project(args.root) as store:
-            async with Supervisor(store) as supervisor:
+            # The round's oracle claims a pooled container started before the launch machinery is
+            # imported (as `oracle launch` does: supervisor.Supervisor.warm).
+            async with Supervisor(store) as supervisor, supervisor.warm(1, one_shot=True) as pool:
                 run = await run_review(supervisor, args.proposal_id, on_phase=on_phase)
-        body = run.to_dict()
-    return {"review": body, "message": "\n".join(review_run_lines(body))}
-
-
-def review_run_lines(body: dict[str, Any]) -> list[str]:
-    """The readable outcome of a review run: launches, votes, warnings, consensus."""
-    review = body["round"]
-    lines = [
-        f"review round {review.get('number')} of {body['proposal_id']} (patch v{review.get('patch_version')})"
-    ]
-    lines.append("launches:")
-    for launch in body["launches"]:
-        if launch["launch"] is not None:
-            run = launch["launch"]
-            end = f"{run['status']}, exit {run['exit_code']}" + (
-                f", {run['reason']}" if run.get("reason") else ""
-            )
-        else:
-            end = f"not started: [{launch['error']['code']}] {launch['error']['message']}"
-        lines.append(f"  {launch['agent_id']:<18} {launch['kind']:<8} {end} ({launch['seconds']:.1f}s)")
-    lines.append("votes:")
-    for vote in body["votes"]:
-        reason = vote["reason_md"].strip().splitlines()[0] if vote["reason_md"].strip() else ""
-        lines.append(f"  {vote['agent_id']:<18} {vote['vote']:<18} {reason[:100]}")
-    if not body["votes"]:
-        lines.append("  (none)")
-    lines.append(f"warnings: {len(body['warnings'])}")
-    for event in body["warnings"]:
-        block = warning_lines(event["payload"], [])
-        lines += [f"  - {block[0]}", *(f"    {line}".rstrip() for line in block[1:])]
-    consensus = body["consensus"]
-    state = "reached" if consensus.get("reached") else "not reached"
-    lines.append(f"consensus: {state} ({consensus.get('approvals')}/{consensus.get('required')} approvals)")
-    return lines
+                body = run.to_dict()
+                await end_when_answered(args, supervisor, pool, review_run_answer(body))
+    return review_run_answer(body)
 
 
 def _run_detached(args: argparse.Namespace) -> dict[str, Any]:

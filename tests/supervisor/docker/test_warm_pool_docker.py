@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from capabilities.services import Services
@@ -89,11 +90,10 @@ async def proposals(store: Store, count: int) -> list[str]:
 
 
 def pooled(docker_sdk: Any, store: Store) -> list[Any]:
-    """The project's pooled containers (claimed or not)."""
+    """The project's pooled containers (claimed or not; one removed while listed is not one)."""
     label = f"{LABEL_SUPERVISOR}={supervisor_id_for(store.paths.root)}"
-    return [
-        c for c in docker_sdk.containers.list(all=True, filters={"label": label}) if LABEL_POOL in c.labels
-    ]
+    listed = docker_sdk.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    return [c for c in listed if LABEL_POOL in c.labels]
 
 
 def rows(store: Store, sql: str) -> list[Any]:
@@ -141,6 +141,27 @@ async def test_a_pooled_container_sees_nothing_of_a_launch_before_its_claim(
             pool_store.db.read(lambda c: c.execute("SELECT COUNT(*) FROM capability_grants").fetchone()[0])
             == 0
         )
+
+
+async def test_a_pooled_container_that_dies_while_it_waits_is_replaced_not_lent(
+    pool_store: Store, docker_sdk: Any
+) -> None:
+    (proposal,) = await proposals(pool_store, 1)
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(1) as pool:
+        assert pool is not None
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 1
+        (dead,) = pool.idle
+        await anyio.to_thread.run_sync(docker_sdk.containers.get(dead.container_id).kill)
+        with anyio.fail_after(120):
+            await dead.gone.wait()  # noticed by the pool's wait on it, not at a claim
+            while not (fresh := [s for s in pool.idle if s is not dead and s.ready.is_set()]):
+                await anyio.lowlevel.checkpoint()  # let the pool start the replacement
+                await pool.until_ready()
+        result = await supervisor.launch_role("memory_oracle", proposal)
+        assert result.launch.status == "exited"
+        assert result.launch.container_id == fresh[0].container_id != dead.container_id
+    assert pooled(docker_sdk, pool_store) == []
 
 
 async def test_each_pooled_container_serves_one_launch_and_sees_no_other(
@@ -351,7 +372,7 @@ async def test_a_claim_that_fails_before_its_go_line_leaves_no_container(
         with anyio.fail_after(120):
             assert await pool.until_ready() == 1
         (claimed,) = pool.idle
-        monkeypatch.setattr("supervisor._supervisor.issue_capability", refuse)
+        monkeypatch.setattr("capabilities.auth.issue_capability", refuse)  # imported per launch
         with pytest.raises(InternalError, match="injected"):
             await supervisor.launch_role("memory_oracle", proposal)
         assert claimed not in pool.idle  # never handed out again

@@ -1,0 +1,115 @@
+"""The quick path of ``roundtable``: a ``--wait`` launch handed to a running ``roundtable serve``.
+
+``roundtable oracle launch P --wait`` and ``roundtable review run P --wait`` with a ``roundtable serve``
+on the project need nothing of this process but a socket: the serve resolves the proposal, runs the
+launch with its warm pool and answers. :func:`quick_main` sees such a command line before the parser,
+the store or the logging are imported, hands the launch off with the standard library only
+(:mod:`supervisor.cli._handoff`) and prints what the in-process command prints (the same progress
+lines, answer, structured errors and exit status: :mod:`supervisor.cli._launch_text`,
+:mod:`supervisor.cli._output`). Any other command line, or one it does not read exactly (an
+abbreviated flag, ``--help``, ``--provider``, a bad ``--timeout``), and a project with no serve
+(or an untrusted or stale one) return None: the full command runs, as it always did.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["quick_main"]
+
+_COMMANDS = {("oracle", "launch"): "oracle.launch", ("review", "run"): "review.run"}
+_FLAGS = frozenset({"--wait", "--json", "-v", "--verbose"})
+_VALUED = {"--root": ("oracle.launch", "review.run"), "--timeout": ("oracle.launch",)}
+
+
+class _Command:
+    """A quick-path command line: its operation, the hand-off's arguments and the common flags."""
+
+    def __init__(self, op: str, args: dict[str, Any], root: str | None, as_json: bool):
+        self.op = op
+        self.args = args
+        self.root = root
+        self.as_json = as_json
+
+
+def _parse(argv: Sequence[str]) -> _Command | None:
+    """The command line, if it is exactly one the quick path serves; else None."""
+    words: list[str] = []
+    flags: set[str] = set()
+    values: dict[str, str] = {}
+    items = iter(argv)
+    for item in items:
+        name, equals, inline = item.partition("=")
+        if name in _VALUED and name not in values:
+            value = inline if equals else next(items, None)
+            if value is None or (not equals and value.startswith("-")):
+                return None
+            values[name] = value
+        elif item in _FLAGS and not equals:
+            flags.add("--verbose" if item == "-v" else item)
+        elif item.startswith("-") or len(words) == 3:
+            return None
+        else:
+            words.append(item)
+    op = _COMMANDS.get((words[0], words[1])) if len(words) == 3 else None
+    if op is None or "--wait" not in flags or any(op not in _VALUED[name] for name in values):
+        return None
+    args: dict[str, Any] = {"proposal_id": words[2]}
+    if op == "oracle.launch":
+        timeout = None
+        if "--timeout" in values:
+            try:
+                timeout = float(values["--timeout"])
+            except ValueError:
+                return None
+            if not math.isfinite(timeout):
+                return None
+        args |= {"provider": None, "timeout": timeout}
+    return _Command(op, args, values.get("--root"), "--json" in flags)
+
+
+def quick_main(argv: Sequence[str]) -> int | None:
+    """Run ``argv`` on the project's serve and return the exit status; None to run it in full."""
+    command = _parse(argv)
+    if command is None:
+        return None
+    from supervisor.cli import _handoff
+
+    state_dir = _handoff.state_dir_of(command.root)
+    target = None if state_dir is None else _handoff.find_serve(state_dir)
+    sock = None if target is None else _handoff.connect(target)
+    if target is None or sock is None:
+        return None
+    from supervisor.cli._launch_text import oracle_launch_answer, progress_printer, review_run_answer
+
+    report = progress_printer(command.as_json)
+    try:
+        done, body = _handoff.exchange(sock, target, command.op, command.args, report)
+    except (_handoff.HandoffBroken, KeyboardInterrupt) as exc:
+        from store.errors import InternalError
+
+        broken = str(exc) if isinstance(exc, _handoff.HandoffBroken) else "interrupted"
+        return _error(InternalError(broken), command.as_json, 1 if broken != "interrupted" else 130)
+    if not done:
+        from store.errors import RoundtableError
+
+        try:
+            _handoff.raise_error_body(body)
+        except RoundtableError as exc:
+            return _error(exc, command.as_json, 1)
+    from supervisor.cli._output import emit
+
+    answer = oracle_launch_answer(body) if command.op == "oracle.launch" else review_run_answer(body)
+    emit(answer, as_json=command.as_json)
+    return 0
+
+
+def _error(exc: Any, as_json: bool, status: int) -> int:
+    from supervisor.cli._output import emit_error
+
+    emit_error(exc, as_json=as_json)
+    sys.stderr.flush()
+    return status
