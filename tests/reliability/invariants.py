@@ -148,17 +148,32 @@ _EVENT_ROWS = (
 )
 
 
+def _patch_bytes(conn: sqlite3.Connection, root: Path, row: Any, in_database: bool) -> bytes | None:
+    """A patch version's stored bytes: its blob row on PostgreSQL, its file under the root on SQLite."""
+    if in_database:
+        blob = _one(
+            conn,
+            "SELECT content FROM patch_blobs WHERE proposal_id = ? AND version = ?",
+            row["proposal_id"],
+            row["version"],
+        )
+        return None if blob is None else bytes(blob[0])
+    path = root / row["path"]
+    return path.read_bytes() if path.is_file() else None
+
+
 def find_half_written(project: ProjectPaths) -> list[str]:
     """State no committed transaction can leave: rows without files or events, events without rows."""
     root = project.root
     problems: list[str] = []
     with connect(project) as conn:
+        in_database = backend() == "postgresql"  # PostgreSQL keeps each version's bytes in patch_blobs
         for row in conn.execute("SELECT proposal_id, version, path, sha256 FROM patch_versions"):
-            path = root / row["path"]
-            if not path.is_file():
-                problems.append(f"patch row {row['proposal_id']} v{row['version']} without its file")
-            elif hashlib.sha256(path.read_bytes()).hexdigest() != row["sha256"]:
-                problems.append(f"patch file {row['path']} does not match its row")
+            content = _patch_bytes(conn, root, row, in_database)
+            if content is None:
+                problems.append(f"patch row {row['proposal_id']} v{row['version']} without its content")
+            elif hashlib.sha256(content).hexdigest() != row["sha256"]:
+                problems.append(f"patch {row['proposal_id']} v{row['version']} does not match its row")
         for row in conn.execute(
             "SELECT id, status FROM role_launches"
             " WHERE status IN ('starting', 'running') AND container_id IS NULL"
