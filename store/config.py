@@ -199,8 +199,7 @@ class KubernetesConfig(_Strict):
     supervisor_selector: dict[str, str] = Field(
         default_factory=lambda: {"app.kubernetes.io/name": "roundtable-supervisor"}
     )
-    """The labels of the supervisor's pods: the only ones a role pod's NetworkPolicy lets it reach
-    (never empty: an empty selector would let it reach every pod of the namespace)."""
+    """The labels of the supervisor's pods, the only ones a role pod may reach (never empty)."""
     dns: bool = False
     """Let role pods ask the cluster's DNS (kube-system, port 53). Off: the DNS forwards any name
     outside, and a lookup is a way out; the pod finds the endpoint in its ``hostAliases`` instead."""
@@ -210,18 +209,13 @@ class KubernetesConfig(_Strict):
     kubeconfig: str = ""
     """A kubeconfig file (empty: the in-cluster service account, else ``~/.kube/config``)."""
 
-    @field_validator("supervisor_selector")
+    @field_validator("supervisor_selector", "capability_ip")
     @classmethod
-    def _selector_not_empty(cls, value: dict[str, str]) -> dict[str, str]:
+    def _check(cls, value: dict[str, str] | str) -> dict[str, str] | str:
+        if isinstance(value, str):
+            return str(ipaddress.ip_address(value)) if value else value  # its ValueError says why
         if not value or not all(value.values()):
             raise ValueError("the supervisor's pod labels must not be empty (an empty selector is every pod)")
-        return value
-
-    @field_validator("capability_ip")
-    @classmethod
-    def _an_address(cls, value: str) -> str:
-        if value:
-            ipaddress.ip_address(value)  # its ValueError says what is wrong
         return value
 
 
