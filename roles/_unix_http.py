@@ -18,6 +18,7 @@ certificate is checked against the CA file the launch was given, and the host na
 
 from __future__ import annotations
 
+import contextlib
 import re
 import ssl
 from dataclasses import dataclass
@@ -69,12 +70,17 @@ class _Reader:
         self.stream = stream
         self.buffer = bytearray()
         self.eof = False
+        self.broken = False
+        """The stream ended without a clean close (a TLS connection without ``close_notify``)."""
 
     async def _fill(self) -> None:
         try:
             data = await self.stream.receive(_CHUNK)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
             self.eof = True
+            return
+        except anyio.BrokenResourceError:
+            self.eof = self.broken = True
             return
         self.buffer += data
 
@@ -102,11 +108,14 @@ class _Reader:
         return data
 
     async def rest(self) -> bytes:
-        """Everything until the end of the connection."""
+        """Everything until the end of the connection; a broken end is an error (truncated, perhaps:
+        only a clean close, ``close_notify`` on TLS, ends a body that nothing else frames)."""
         while not self.eof:
             if len(self.buffer) > MAX_BODY_BYTES:
                 raise HttpError(f"the response body is larger than {MAX_BODY_BYTES} bytes")
             await self._fill()
+        if self.broken:
+            raise HttpError("the connection broke before the end of an unframed response body")
         data = bytes(self.buffer)
         self.buffer.clear()
         return data
@@ -132,7 +141,8 @@ class UnixHttpClient:
         """Close the connection, if one is open."""
         reader, self._reader = self._reader, None
         if reader is not None:
-            await reader.stream.aclose()
+            with contextlib.suppress(OSError, ssl.SSLError, anyio.BrokenResourceError):
+                await reader.stream.aclose()  # a broken connection (no TLS shutdown possible) is closed
 
     async def post(self, path: str, content: bytes, headers: dict[str, str]) -> Response:
         """POST ``content`` to ``path``; the response, or :class:`HttpError`."""
@@ -197,8 +207,9 @@ class TlsHttpClient(UnixHttpClient):
     async def _connect(self) -> ByteStream:
         try:
             return await anyio.connect_tcp(self.host, self.port, ssl_context=self.ssl_context)
-        except (OSError, ssl.SSLError) as exc:
-            raise HttpError(f"cannot connect to {self.host}:{self.port}: {exc}") from None
+        except (OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+            why = str(exc) or f"{type(exc).__name__} in the TLS handshake"
+            raise HttpError(f"cannot connect to {self.host}:{self.port}: {why}") from None
 
 
 def _head(data: bytes) -> tuple[int, dict[str, str]]:

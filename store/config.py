@@ -7,13 +7,14 @@ silently ignored setting) and falls back to the defaults for keys a user removed
 
 from __future__ import annotations
 
+import ipaddress
 import tomllib
 from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from store.errors import InvalidArgument
 
@@ -198,11 +199,24 @@ class KubernetesConfig(_Strict):
     supervisor_selector: dict[str, str] = Field(
         default_factory=lambda: {"app.kubernetes.io/name": "roundtable-supervisor"}
     )
-    """The labels of the supervisor's pods: the only ones a role pod's NetworkPolicy lets it reach."""
-    dns: bool = True
-    """Let role pods ask the cluster's DNS (kube-system, port 53), to resolve the endpoint's name."""
+    """The labels of the supervisor's pods, the only ones a role pod may reach (never empty)."""
+    dns: bool = False
+    """Let role pods ask the cluster's DNS (kube-system, port 53). Off: the DNS forwards any name
+    outside, and a lookup is a way out; the pod finds the endpoint in its ``hostAliases`` instead."""
+    capability_ip: str = ""
+    """The address of ``capability_url``'s host for the pods' ``hostAliases`` (empty: the supervisor
+    resolves the host at each launch; unused when ``dns`` is on or the URL names an address)."""
     kubeconfig: str = ""
     """A kubeconfig file (empty: the in-cluster service account, else ``~/.kube/config``)."""
+
+    @field_validator("supervisor_selector", "capability_ip")
+    @classmethod
+    def _check(cls, value: dict[str, str] | str) -> dict[str, str] | str:
+        if isinstance(value, str):
+            return str(ipaddress.ip_address(value)) if value else value  # its ValueError says why
+        if not value or not all(value.values()):
+            raise ValueError("the supervisor's pod labels must not be empty (an empty selector is every pod)")
+        return value
 
 
 class StoreConfig(_Strict):
@@ -349,7 +363,10 @@ image_pull_policy = "IfNotPresent"
 memory_limit = ""                     # "": the role's memory_limit (cpus = 1.0, absent: the role's)
 ephemeral_storage = "256Mi"           # the pod's ephemeral-storage limit
 tmp_size = "64Mi"                     # the size of its /tmp (an in-memory emptyDir)
-dns = true                            # let role pods query the cluster DNS (port 53)
+dns = false                           # let role pods query the cluster DNS (port 53): off, since
+                                      # the DNS forwards names outside (a way out for a role)
+capability_ip = ""                    # the address of capability_url's host, given to the pods as
+                                      # a hostAliases entry ("": resolved by the supervisor at launch)
 kubeconfig = ""                       # "": in-cluster service account, else ~/.kube/config
 supervisor_selector = { "app.kubernetes.io/name" = "roundtable-supervisor" }
 

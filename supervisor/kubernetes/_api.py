@@ -192,8 +192,9 @@ class ClusterApi:
         )
         await self._call(f"setting the owner of {kind} {name}", fn)
 
-    async def delete(self, kind: Kind, name: str) -> bool:
-        """Delete the object (at once: no grace period); False when it was gone already."""
+    async def delete(self, kind: Kind, name: str, *, uid: str) -> bool:
+        """Delete the object (at once: no grace period) if it is still the one of ``uid`` (a
+        precondition: one made since under that name stays); False when it was gone already."""
         method = {
             "pod": self.core.delete_namespaced_pod,
             "secret": self.core.delete_namespaced_secret,
@@ -203,13 +204,18 @@ class ClusterApi:
             method,
             name,
             self.namespace,
-            grace_period_seconds=0,
-            propagation_policy="Background",
+            body=client.V1DeleteOptions(
+                grace_period_seconds=0,
+                propagation_policy="Background",
+                preconditions=client.V1Preconditions(uid=uid),
+            ),
             _preload_content=False,
             _request_timeout=self._timeout(),
         )
         try:
             await self._call(f"deleting {kind} {name}", fn)
+        except AlreadyExists:
+            raise LaunchFailed(f"deleting {kind} {name}: it is another object now (not uid {uid})") from None
         except LaunchFailed as exc:
             if _status(exc.__cause__ or exc) == 404:
                 return False
@@ -233,20 +239,32 @@ class ClusterApi:
         answer = _json(await self._call(f"listing {kind}s", fn))
         return [dict(item) for item in (answer or {}).get("items") or []]
 
-    async def pod_log(self, name: str, *, tail_lines: int, limit_bytes: int) -> bytes:
-        """The last ``tail_lines`` lines of the role container's output, at most ``limit_bytes``."""
-        fn = partial(
-            self.core.read_namespaced_pod_log,
+    async def pod_log(self, name: str, *, tail_lines: int, keep_bytes: int) -> bytes:
+        """The last ``keep_bytes`` of the last ``tail_lines`` lines of the role container's output.
+
+        Not ``limitBytes``: the API server cuts the *end* off with it, which would keep the start of
+        the window, and part of a secret at the cut. The answer is streamed, only its last bytes kept."""
+        return await self._call(
+            f"reading the log of pod {name}", partial(self._read_log, name, tail_lines, keep_bytes)
+        )
+
+    def _read_log(self, name: str, tail_lines: int, keep_bytes: int) -> bytes:
+        response: Any = self.core.read_namespaced_pod_log(
             name,
             self.namespace,
             container="role",
             tail_lines=tail_lines,
-            limit_bytes=limit_bytes,
             _preload_content=False,
             _request_timeout=self._timeout(),
         )
-        response: Any = await self._call(f"reading the log of pod {name}", fn)
-        return bytes(response.data or b"")
+        kept = bytearray()
+        try:
+            for chunk in response.stream(65536):
+                kept += chunk
+                del kept[: max(0, len(kept) - keep_bytes)]
+        finally:
+            response.release_conn()
+        return bytes(kept)
 
     # -- waiting ---------------------------------------------------------------------------------------
 

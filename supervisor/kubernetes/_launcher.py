@@ -13,21 +13,31 @@ launch the store has recorded as ``requested``, in the launcher's namespace:
 4. reads the exit status (``OOMKilled`` too) and a bounded, redacted tail of the log;
 5. deletes the Pod, the Secret and the NetworkPolicy (each retried; 404 is done) and records the end.
 
-A 409 on a create means the name (the launch's) is taken: by our own create whose answer was lost,
-which the labels show (then it is used), or by someone else (then the launch fails). Whatever goes
-wrong (an API error, a failing hook, cancellation), a shielded, time-bounded clean-up deletes the
-three objects by name and records ``failed`` or ``cancelled``. The pod reaches the supervisor over
-TLS (``[kubernetes] capability_url``), not over the launch socket, which stays unused.
+A 409 on a create means the name is taken: by our own create whose answer was lost, or by someone
+else (the launch fails). Labels are predictable: only an object bearing the attempt's random
+``roundtable.attempt`` annotation (one per object; a Secret: with the same data) is taken. Whatever
+goes wrong (an API error, a failing hook, cancellation), a shielded, time-bounded clean-up deletes
+the attempt's objects (each delete conditioned on the uid) and records ``failed`` or ``cancelled``.
+Without DNS (``[kubernetes] dns = false``, the default) the pod finds the endpoint's host in its
+``hostAliases``: ``capability_ip``, or the address the supervisor resolves the host to at launch.
+The pod reaches the supervisor over TLS (``capability_url``), never over the launch socket.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hmac
+import ipaddress
+import json
+import secrets
+import socket
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import structlog
@@ -77,6 +87,28 @@ class _Attempt:
     created: bool = False
     pod: dict[str, Any] | None = None
     timed_out: bool = False
+    nonces: dict[Kind, str] = field(default_factory=lambda: {k: secrets.token_hex(16) for k in _KINDS})
+    uids: dict[Kind, str] = field(default_factory=dict)
+
+
+def _same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+def _marked(found: dict[str, Any], nonce: str) -> bool:
+    """Whether ``found`` bears the attempt's annotation ``nonce`` (an object someone else made does not)."""
+    annotations = (found.get("metadata") or {}).get("annotations") or {}
+    return _same(str(annotations.get(manifests.ANNOTATION_ATTEMPT) or ""), nonce)
+
+
+def _data(document: dict[str, Any]) -> str:
+    return json.dumps(document.get("data") or {}, sort_keys=True)
+
+
+def _is_address(host: str) -> bool:
+    with contextlib.suppress(ValueError):
+        return bool(ipaddress.ip_address(host))
+    return False
 
 
 def _terminated(pod: dict[str, Any]) -> dict[str, Any]:
@@ -170,7 +202,24 @@ class KubernetesLauncher(RunningLaunches):
             raise Conflict("the Kubernetes launcher has no warm pool: a launch cannot claim a container")
         return await self._tracked(spec, partial(self._run, _Attempt(spec), on_phase))
 
-    def _documents(self, spec: LaunchSpec) -> dict[Kind, dict[str, Any]]:
+    async def _host_alias(self) -> dict[str, Any] | None:
+        """The pod's ``hostAliases`` entry for the endpoint's host, when it has no DNS to find it."""
+        host = urlsplit(self.config.capability_url).hostname or ""
+        address = self.config.capability_ip
+        if not address:
+            if self.config.dns or _is_address(host):
+                return None
+            try:
+                found = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+            except OSError as exc:
+                raise LaunchFailed(
+                    f"cannot resolve the capability host {host} ({exc}): set [kubernetes] capability_ip"
+                ) from None
+            address = str(found[0][4][0])
+        return {"ip": address, "hostnames": [host]}
+
+    def _documents(self, attempt: _Attempt, alias: dict[str, Any] | None) -> dict[Kind, dict[str, Any]]:
+        spec = attempt.spec
         files = _channel_files(spec.runtime_dir)
         if self.config.ca_file:
             try:
@@ -182,10 +231,8 @@ class KubernetesLauncher(RunningLaunches):
         if self.config.memory_limit:
             memory = min(memory, parse_memory(self.config.memory_limit))
         cpus = min(spec.limits.cpus, self.config.cpus) if self.config.cpus else spec.limits.cpus
-        from urllib.parse import urlsplit
-
         port = urlsplit(self.config.capability_url).port or 443
-        return {
+        documents: dict[Kind, dict[str, Any]] = {
             "secret": manifests.secret(
                 spec, files, namespace=self.config.namespace, supervisor_id=ids, owner=owner
             ),
@@ -200,19 +247,25 @@ class KubernetesLauncher(RunningLaunches):
                 has_ca=bool(self.config.ca_file),
                 supervisor_id=ids,
                 owner=owner,
+                host_alias=alias,
             ),
         }
+        for kind, document in documents.items():
+            document["metadata"]["annotations"] = {manifests.ANNOTATION_ATTEMPT: attempt.nonces[kind]}
+        return documents
 
-    async def _create(self, kind: Kind, document: dict[str, Any]) -> dict[str, Any]:
-        """Create ``document``, or take the object of its name if a lost answer of ours created it."""
+    async def _create(self, attempt: _Attempt, kind: Kind, document: dict[str, Any]) -> dict[str, Any]:
+        """Create ``document``, or take the object of its name if a lost answer of ours created it (it
+        bears the attempt's annotation; a Secret, the same data): any other is someone else's."""
         try:
-            return await self.api.create(kind, document)
+            made = await self.api.create(kind, document)
         except AlreadyExists:
-            found = await self.api.read(kind, document["metadata"]["name"])
-            wanted = document["metadata"]["labels"]
-            if found is None or (found.get("metadata") or {}).get("labels") != wanted:
+            made = await self.api.read(kind, document["metadata"]["name"]) or {}
+            ours = _marked(made, attempt.nonces[kind])
+            if not ours or (kind == "secret" and not _same(_data(made), _data(document))):
                 raise
-            return found
+        attempt.uids[kind] = str(made["metadata"]["uid"])
+        return made
 
     async def _run(self, attempt: _Attempt, on_phase: PhaseHook | None) -> ContainerOutcome:
         spec = attempt.spec
@@ -220,11 +273,11 @@ class KubernetesLauncher(RunningLaunches):
         log = _log.bind(launch_id=spec.launch_id, pod=name, namespace=self.config.namespace)
         try:
             await call_hook(on_phase, LaunchPhase.CREATING)
-            documents = self._documents(spec)
+            documents = self._documents(attempt, await self._host_alias())
             attempt.stage, attempt.created = "create", True
-            await self._create("secret", documents["secret"])
-            await self._create("networkpolicy", documents["networkpolicy"])
-            attempt.pod = await self._create("pod", documents["pod"])
+            await self._create(attempt, "secret", documents["secret"])
+            await self._create(attempt, "networkpolicy", documents["networkpolicy"])
+            attempt.pod = await self._create(attempt, "pod", documents["pod"])
             uid = str(attempt.pod["metadata"]["uid"])
             attempt.stage = "record"
             await self.launches.db.run(self.launches.mark_starting, spec.launch_id, uid)
@@ -268,7 +321,7 @@ class KubernetesLauncher(RunningLaunches):
         exit_code = int(terminated["exitCode"]) if terminated.get("exitCode") is not None else None
         oom = terminated.get("reason") == "OOMKilled"
         log_tail = await self._log_tail(spec, warnings)
-        await self._delete_all(spec, warnings)
+        await self._delete_all(attempt, warnings)
         succeeded = exit_code if _phase(pod) == "Succeeded" else (exit_code or None)  # 0 only if it did
         status, reason = end_status(timed_out=attempt.timed_out, oom=oom, exit_code=succeeded)
         uid = str((pod.get("metadata") or {}).get("uid") or "") or None
@@ -289,34 +342,33 @@ class KubernetesLauncher(RunningLaunches):
         if attempt.created:
             if attempt.pod is not None and attempt.stage in ("wait", "finish"):
                 log_tail = await self._log_tail(spec, warnings)
-            await self._delete_all(spec, warnings, only_ours=True)
+            await self._delete_all(attempt, warnings)
         await record_abort(self.launches, spec, end, log_tail=log_tail, warnings=warnings, on_phase=on_phase)
 
     async def _log_tail(self, spec: LaunchSpec, warnings: list[str]) -> str:
-        margin = tail_margin(spec.redact)
+        keep = self.log_bytes + tail_margin(spec.redact)
         try:
-            raw = await self.api.pod_log(
-                manifests.object_name(spec.launch_id),
-                tail_lines=_LOG_TAIL_LINES,
-                limit_bytes=self.log_bytes + margin,
-            )
+            name = manifests.object_name(spec.launch_id)
+            raw = await self.api.pod_log(name, tail_lines=_LOG_TAIL_LINES, keep_bytes=keep)
         except RoundtableError as exc:
             warnings.append(f"could not read the log: {exc.message}")
             return ""
         return redacted_tail(raw, spec.redact, self.log_bytes)
 
-    async def _delete_all(self, spec: LaunchSpec, warnings: list[str], *, only_ours: bool = False) -> None:
-        """Delete the launch's three objects; ``only_ours``: those whose labels name this launch (after
-        a failed create, the name may be someone else's)."""
-        name = manifests.object_name(spec.launch_id)
-        ours = manifests.labels(spec, self.supervisor_id, self.owner)
+    async def _delete_all(self, attempt: _Attempt, warnings: list[str]) -> None:
+        """Delete the attempt's objects: those it made (their uids), and those whose create answer it
+        lost if they bear its annotation (after a failed create, the name may be someone else's);
+        each delete is conditioned on the uid, so an object made in its place since stays."""
+        name = manifests.object_name(attempt.spec.launch_id)
         for kind in _KINDS:
             try:
-                if only_ours:
+                uid = attempt.uids.get(kind)
+                if uid is None:
                     found = await self.api.read(kind, name)
-                    if found is None or (found.get("metadata") or {}).get("labels") != ours:
+                    if found is None or not _marked(found, attempt.nonces[kind]):
                         continue
-                await self.api.delete(kind, name)
+                    uid = str(found["metadata"]["uid"])
+                await self.api.delete(kind, name, uid=uid)
             except RoundtableError as exc:
                 warnings.append(f"could not delete {kind} {name} (the reaper will): {exc.message}")
 

@@ -41,6 +41,7 @@ from supervisor.launch import (
 )
 
 __all__ = [
+    "ANNOTATION_ATTEMPT",
     "CA_FILE",
     "CONTAINER",
     "LABEL_COMPONENT",
@@ -59,6 +60,8 @@ __all__ = [
 CONTAINER = "role"
 CA_FILE = "ca.crt"
 """The CA's file in the channel Secret (``ROUNDTABLE_CA_FILE`` points at it)."""
+ANNOTATION_ATTEMPT = "roundtable.attempt"
+"""The annotation, random for each object of each attempt, by which a launcher knows its own objects."""
 LABEL_OWNER = "roundtable.owner"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 ROLE_COMPONENT = "roundtable-role"
@@ -175,8 +178,13 @@ def pod(
     supervisor_id: str,
     owner: str | None,
     has_ca: bool,
+    host_alias: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The launch's Pod, with every hardening measure of the module docstring, always."""
+    """The launch's Pod, with every hardening measure of the module docstring, always.
+
+    ``host_alias`` (``{"ip": ..., "hostnames": [...]}``) goes into ``hostAliases``: how a pod without
+    DNS finds the capability endpoint's host. The termination message comes from its file only
+    (``File``): a log line, which nobody has redacted, never lands in the pod's status."""
     environment = {
         **spec.environment,
         "ROUNDTABLE_CAPABILITY_URL": config.capability_url,
@@ -210,17 +218,19 @@ def pod(
             {"name": "channel", "mountPath": CONTAINER_MOUNT, "readOnly": True},
             {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 (the pod's own emptyDir)
         ],
-        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "terminationMessagePolicy": "File",
     }
     if spec.entrypoint is not None:
         container["command"] = list(spec.entrypoint)
     if spec.command:
         container["args"] = list(spec.command)
+    aliases = {"hostAliases": [host_alias]} if host_alias else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": _metadata(spec, supervisor_id, owner, config.namespace),
         "spec": {
+            **aliases,
             "restartPolicy": "Never",
             "activeDeadlineSeconds": max(1, math.ceil(spec.timeout_seconds)),
             "terminationGracePeriodSeconds": 5,

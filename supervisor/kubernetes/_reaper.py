@@ -73,13 +73,14 @@ async def reap_cluster(
             warnings.append(f"could not list {kind}s: {exc.message}")
             continue
         named = {str(item["metadata"]["name"]): dict(item["metadata"].get("labels") or {}) for item in found}
+        uids = {str(item["metadata"]["name"]): str(item["metadata"].get("uid") or "") for item in found}
         owners = {labels[LABEL_OWNER] for labels in named.values() if labels.get(LABEL_OWNER)}
         alive = set(await anyio.to_thread.run_sync(live_owners, owners)) if live_owners and owners else set()
         for name, labels in sorted(named.items()):
             if labels.get(LABEL_LAUNCH) in kept or (labels.get(LABEL_OWNER) or None) in alive:
                 continue
             try:
-                if await api.delete(kind, name):
+                if await api.delete(kind, name, uid=uids[name]):  # not one made since under that name
                     removed.append(f"{kind}/{name}")
                     _log.warning("object_reaped", kind=kind, name=name)
             except RoundtableError as exc:

@@ -236,7 +236,7 @@ class _Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         fake.requests.append((method, parts.path, query.get("watch") == "true"))
-        body = self._body() if method in ("POST", "PATCH") else {}
+        body = self._body() if method in ("POST", "PATCH", "DELETE") else {}
         try:
             self._route(method, parts.path, query, body)
         except (BrokenPipeError, ConnectionResetError):
@@ -329,7 +329,9 @@ class _Handler(BaseHTTPRequestHandler):
             )
         elif method == "GET" and log:
             obj = fake.objects.get(key)
-            text = fake.script.log[-int(query.get("limitBytes") or 10**9) :]
+            lines = fake.script.log.splitlines(keepends=True)
+            window = "".join(lines[-int(query["tailLines"]) :] if "tailLines" in query else lines)
+            text = window[: int(query.get("limitBytes") or 10**9)]  # the API server cuts the END off
             answer = (200, text) if obj is not None else (404, None)
         elif method == "GET":
             obj = fake.objects.get(key)
@@ -341,6 +343,12 @@ class _Handler(BaseHTTPRequestHandler):
                     obj["metadata"].update(body.get("metadata") or {})
             answer = (200, obj) if obj is not None else (404, None)
         else:
+            uid = (body.get("preconditions") or {}).get("uid")
+            with fake._lock:
+                obj = fake.objects.get(key)
+                if uid is not None and obj is not None and obj["metadata"].get("uid") != uid:
+                    self._status(409, "Conflict")  # a precondition the object does not meet
+                    return
             gone = fake.delete(resource, namespace, name or "")
             answer = (200, {"kind": "Status", "status": "Success"}) if gone is not None else (404, None)
         if fault is not None:

@@ -45,7 +45,9 @@ def make_api(cluster: FakeCluster, *, request_seconds: float = 15.0) -> ClusterA
 @pytest.fixture
 def k8s_config() -> KubernetesConfig:
     """A ``[kubernetes]`` section for the tests."""
-    return KubernetesConfig(capability_url="https://roundtable-supervisor.roundtable.svc:8443")
+    return KubernetesConfig(
+        capability_url="https://roundtable-supervisor.roundtable.svc:8443", capability_ip="10.96.0.20"
+    )
 
 
 @pytest.fixture

@@ -10,18 +10,21 @@ are refused before any token is sent.
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import pytest
 import uvicorn
+from anyio.streams.tls import TLSStream
 
 from capabilities.services import Services
 from capabilities.serving import build_launch_app
-from roles._unix_http import HttpError
+from roles._unix_http import HttpError, TlsHttpClient
 from roles.channel import EXIT_NO_CHANNEL, ChannelError, ChannelPaths, open_channel, open_tool_channel
 from store import Store
 from tests.capabilities.oracle_helpers import build_world
@@ -147,3 +150,48 @@ def test_the_environment_selects_the_endpoint(monkeypatch: pytest.MonkeyPatch, t
     assert paths.base_url() == "https://sup.example:8443"
     monkeypatch.delenv("ROUNDTABLE_CAPABILITY_URL")
     assert ChannelPaths(tmp_path / "mcp.sock", tmp_path / "token").endpoint is None
+
+
+async def _serve_once(tmp_path: Path, answer: bytes | None) -> HttpError | bytes:
+    """POST to a TLS server on loopback that answers ``answer`` and drops the TCP connection without
+    ``close_notify`` (``None``: drops it before the handshake); the client's error or body."""
+    ca_key, ca_cert = _ca(tmp_path, "ca")
+    key, cert = _server_cert(tmp_path, ca_key, ca_cert)
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(cert, key)
+
+    async def handle(stream: anyio.abc.SocketStream) -> None:
+        if answer is not None:
+            tls = await TLSStream.wrap(stream, server_side=True, ssl_context=server)
+            await tls.receive()
+            await tls.send(answer)
+        await stream.aclose()  # the TCP connection only: no close_notify
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)  # noqa: S610 (anyio, not Django)
+    context = ssl.create_default_context(cafile=str(ca_cert))
+    found: HttpError | bytes = b""
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, handle)
+        try:
+            async with TlsHttpClient("127.0.0.1", port, ssl_context=context, headers={}, timeout=10) as http:
+                found = (await http.post("/mcp", b"{}", {})).content
+        except HttpError as exc:
+            found = exc
+        group.cancel_scope.cancel()
+    return found
+
+
+async def test_an_unframed_body_cut_without_close_notify_is_an_error(tmp_path: Path) -> None:
+    found = await _serve_once(tmp_path, b'HTTP/1.1 200 OK\r\n\r\n{"result": "trunc')
+    assert isinstance(found, HttpError) and "broke" in str(found)
+
+
+async def test_a_framed_body_needs_no_close_notify(tmp_path: Path) -> None:
+    found = await _serve_once(tmp_path, b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+    assert found == b"{}"
+
+
+async def test_a_connection_dropped_in_the_handshake_is_an_http_error(tmp_path: Path) -> None:
+    found = await _serve_once(tmp_path, None)
+    assert isinstance(found, HttpError) and "cannot connect" in str(found)

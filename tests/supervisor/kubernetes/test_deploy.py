@@ -99,8 +99,9 @@ async def test_rbac_grants_exactly_the_verbs_the_launcher_uses(
     launcher: KubernetesLauncher, k8s_spec: K8sSpec, cluster: FakeCluster, store: Store
 ) -> None:
     await launcher.run(k8s_spec())  # the whole lifecycle
-    cluster.faults.append(Fault("POST", "pods", 500, after=True))
-    await launcher.run(k8s_spec())  # a lost create answer: the retry reads what it made
+    for resource in ("secrets", "networkpolicies", "pods"):
+        cluster.faults.append(Fault("POST", resource, 500, after=True))
+    await launcher.run(k8s_spec())  # lost create answers: each retry reads what it made
     cluster.faults.append(Fault("POST", "pods", 403))
     with pytest.raises(Exception, match="403"):
         await launcher.run(k8s_spec())  # a failed create: the clean-up reads before it deletes

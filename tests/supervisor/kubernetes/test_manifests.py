@@ -29,7 +29,7 @@ SPEC = LaunchSpec(
     limits=LaunchLimits(memory_bytes=96 * 1024**2, cpus=0.5),
     timeout_seconds=90.5,
 )
-IDS = {"supervisor_id": "rt0123456789abcd", "owner": "123-0000abcd"}
+IDS: dict[str, Any] = {"supervisor_id": "rt0123456789abcd", "owner": "123-0000abcd"}
 
 
 def _pod(**overrides: Any) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def test_every_document_is_valid_for_the_pinned_kubernetes_version() -> None:
         pod(SPEC, CONFIG, memory_bytes=6 * 1024**2, cpus=0.01, has_ca=False, **IDS),
         secret(SPEC, {"token": b"t", "ca.crt": b"pem"}, namespace="roundtable", **IDS),
         network_policy(SPEC, CONFIG, port=8443, **IDS),
-        network_policy(SPEC, CONFIG.model_copy(update={"dns": False}), port=443, **IDS),
+        network_policy(SPEC, CONFIG.model_copy(update={"dns": True}), port=443, **IDS),
     ]
     for document in documents:
         kubernetes_validate.validate(document, K8S_VERSION, strict=True)
@@ -164,7 +164,7 @@ def test_secret_holds_the_files_immutably() -> None:
 
 
 def test_network_policy_denies_ingress_and_allows_only_the_supervisor_and_dns() -> None:
-    spec = network_policy(SPEC, CONFIG, port=8443, **IDS)["spec"]
+    spec = network_policy(SPEC, CONFIG.model_copy(update={"dns": True}), port=8443, **IDS)["spec"]
     assert spec["podSelector"] == {"matchLabels": {"roundtable.launch": SPEC.launch_id}}
     assert spec["policyTypes"] == ["Ingress", "Egress"]
     assert spec["ingress"] == []
@@ -174,8 +174,21 @@ def test_network_policy_denies_ingress_and_allows_only_the_supervisor_and_dns() 
         "ports": [{"protocol": "TCP", "port": 8443}],
     }
     assert {p["port"] for p in dns["ports"]} == {53}
-    no_dns = network_policy(SPEC, CONFIG.model_copy(update={"dns": False}), port=8443, **IDS)["spec"]
-    assert no_dns["egress"] == [supervisor]
+    no_dns = network_policy(SPEC, CONFIG, port=8443, **IDS)["spec"]
+    assert no_dns["egress"] == [supervisor]  # the default: no DNS, a lookup is a way out
+
+
+def test_without_dns_the_pod_finds_the_endpoint_in_its_host_aliases() -> None:
+    assert KubernetesConfig().dns is False
+    alias = {"ip": "10.96.0.20", "hostnames": ["roundtable-supervisor.roundtable.svc"]}
+    document = _pod(host_alias=alias)
+    assert document["spec"]["hostAliases"] == [alias]
+    kubernetes_validate.validate(document, K8S_VERSION, strict=True)
+    assert "hostAliases" not in _pod()["spec"]
+
+
+def test_no_log_line_lands_in_the_pods_status() -> None:
+    assert _container()["terminationMessagePolicy"] == "File"  # not FallbackToLogsOnError (unredacted)
 
 
 def test_owner_reference_names_the_pod() -> None:

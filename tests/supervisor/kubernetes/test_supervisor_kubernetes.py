@@ -42,6 +42,7 @@ def _configure(project: ProjectPaths, extra: str) -> None:
     text = project.config_file.read_text(encoding="utf-8")
     text = text.replace('launcher = "docker"', 'launcher = "kubernetes"')
     text = text.replace('capability_url = ""', f'capability_url = "{_URL}"')
+    text = text.replace('capability_ip = ""', 'capability_ip = "10.96.0.20"')
     project.config_file.write_text(text + extra, encoding="utf-8")
 
 
@@ -96,6 +97,9 @@ async def test_the_supervisor_runs_a_launch_as_a_pod(
         ('[kubernetes]\nnamespace = "Not_A_Name"\n', "kubernetes.namespace"),
         ('[kubernetes]\nephemeral_storage = "lots"\n', "kubernetes.ephemeral_storage"),
         ('[kubernetes]\nimage_pull_policy = "Sometimes"\n', "kubernetes.image_pull_policy"),
+        ("[kubernetes]\nsupervisor_selector = {}\n", "kubernetes.supervisor_selector"),
+        ('[kubernetes]\nsupervisor_selector = { app = "" }\n', "kubernetes.supervisor_selector"),
+        ('[kubernetes]\ncapability_ip = "roundtable-supervisor"\n', "kubernetes.capability_ip"),
         (
             '[supervisor]\nlauncher = "kubernetes"\n[kubernetes]\ncapability_url = "http://x:80"\n',
             "kubernetes.capability_url",
