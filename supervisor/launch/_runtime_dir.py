@@ -191,9 +191,19 @@ def _remove_tree(path: Path) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(info.st_mode):
-        shutil.rmtree(path)
+        shutil.rmtree(path, onerror=_ignore_vanished)
     else:
         os.unlink(path)
+
+
+def _ignore_vanished(
+    function: object, path: str, excinfo: tuple[type[BaseException], BaseException, object]
+) -> None:
+    # The launch socket's server unlinks its own socket when it stops, and in a long-running
+    # supervisor it stops in the background, concurrently with this removal: an entry gone between
+    # listing and unlinking is removed already. Anything else is a real failure.
+    if not isinstance(excinfo[1], FileNotFoundError):
+        raise excinfo[1]
 
 
 class RuntimeRoot:

@@ -126,3 +126,35 @@ def test_default_base_prefers_xdg_runtime_dir(monkeypatch: pytest.MonkeyPatch, t
     assert default_runtime_base() == tmp_path / "roundtable"
     monkeypatch.delenv("XDG_RUNTIME_DIR")
     assert default_runtime_base() == Path(f"/tmp/rt-{os.geteuid()}")
+
+
+def test_removal_tolerates_the_socket_vanishing_under_it(
+    runtime_root: RuntimeRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launch socket's server, stopping in the background, unlinks its socket while the
+    directory is being removed: the removal still completes, and other errors still raise."""
+    rundir = runtime_root.create(new_id("launch"))
+    rundir.write_token_file("tok-" + "x" * 40)
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(rundir.socket_path))
+    listener.close()
+    real_unlink = os.unlink
+
+    def server_got_there_first(path: str, *args: object, **kwargs: object) -> None:
+        if path == rundir.socket_path.name:
+            real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+        real_unlink(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", server_got_there_first)
+    rundir.remove()
+    assert not rundir.path.exists()
+
+    other = runtime_root.create(new_id("launch"))
+    other.write_token_file("tok-" + "y" * 40)
+
+    def refused(path: str, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "refused", path)
+
+    monkeypatch.setattr(os, "unlink", refused)
+    with pytest.raises(PermissionError):
+        other.remove()
