@@ -98,6 +98,7 @@ class LeaseStore:
     def __init__(self, launches: LaunchStore):
         self.launches = launches
         self.db = launches.db
+        self._ended: dict[str, str] = {}  # owners this process ended early (expire), and why
 
     def _get(self, conn: sqlite3.Connection, owner: str) -> Lease | None:
         row = conn.execute("SELECT * FROM supervisor_leases WHERE owner = ?", (owner,)).fetchone()
@@ -169,6 +170,29 @@ class LeaseStore:
 
         return self.db.read(read)
 
+    def expire(self, owners: Collection[str], *, reason: str = "supervisor_restarted") -> set[str]:
+        """End the leases of ``owners`` now (their owners are known dead); returns those it ended.
+        Their launches are then the reaper's, as if the leases had run out, and when this store's
+        :meth:`reap_expired` fails them it gives ``reason`` (a supervisor found dead on its own
+        machine was restarted, exactly as on SQLite), not ``owner_lease_expired``."""
+        names = sorted(set(owners))
+        if not names:
+            return set()
+
+        def write(conn: sqlite3.Connection) -> set[str]:
+            now, marks = _now(conn), ",".join("?" * len(names))
+            live = f"owner IN ({marks}) AND expires_at > {now}"
+            ended = {
+                str(row[0])
+                for row in conn.execute(f"SELECT owner FROM supervisor_leases WHERE {live}", names)
+            }
+            conn.execute(f"UPDATE supervisor_leases SET expires_at = {now} WHERE {live}", names)
+            return ended
+
+        ended = self.db.write(write)
+        self._ended.update(dict.fromkeys(ended, check_label("reason", reason)))
+        return ended
+
     def leases(self) -> list[Lease]:
         """Every lease row, live or expired, by owner."""
         return self.db.read(
@@ -199,8 +223,9 @@ class LeaseStore:
             for row in rows:
                 if row["owner"] in kept:
                     continue
-                launch = self.launches.fail_in(conn, row["id"], reason)
-                grants = revoke_for_launch_in(conn, launch.id, actor=_ACTOR, reason=reason)
+                why = self._ended.get(row["owner"], reason)
+                launch = self.launches.fail_in(conn, row["id"], why)
+                grants = revoke_for_launch_in(conn, launch.id, actor=_ACTOR, reason=why)
                 orphans.append(Orphan(launch, str(row["engine"] or ""), tuple(g.id for g in grants)))
             expired = [
                 from_row(Lease, row)
@@ -213,4 +238,7 @@ class LeaseStore:
                 conn.execute("DELETE FROM supervisor_leases WHERE owner = ?", (lease.owner,))
             return Reaped(tuple(orphans), tuple(expired))
 
-        return self.db.write(write)
+        reaped = self.db.write(write)
+        for lease in reaped.expired:
+            self._ended.pop(lease.owner, None)
+        return reaped

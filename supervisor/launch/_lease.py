@@ -27,11 +27,15 @@ import socket
 import threading
 import time
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 import structlog
 
 from store.errors import RoundtableError
 from store.launches import LeaseLost, LeaseStore
+
+if TYPE_CHECKING:
+    from supervisor.launch._ownership import OwnerLock
 
 __all__ = ["OwnerLease"]
 
@@ -41,8 +45,19 @@ _log = structlog.get_logger("roundtable.lease")
 class OwnerLease:
     """The lease one supervisor instance holds for its whole life (module docstring)."""
 
-    def __init__(self, leases: LeaseStore, *, ttl_seconds: float, host: str | None = None):
+    def __init__(
+        self,
+        leases: LeaseStore,
+        *,
+        ttl_seconds: float,
+        host: str | None = None,
+        local: OwnerLock | None = None,
+    ):
+        """``local``, when given, is a lock of the same name held beside the lease: a supervisor on this
+        machine that finds a peer's lock file left unheld knows that peer died, and need not wait
+        for its lease to expire (:meth:`live`)."""
         self.leases = leases
+        self.local = local
         self.ttl = float(ttl_seconds)
         self.interval = self.ttl / 4
         # A label, as the store takes it: anything else in a host name becomes '-'.
@@ -50,7 +65,7 @@ class OwnerLease:
         self.host = self.host if self.host[:1].isalnum() else f"h{self.host}"
         self.engine = ""
         """The Docker engine ID the owner's containers run on; set before :meth:`acquire`."""
-        self.name = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.name = local.name if local is not None else f"{os.getpid()}-{secrets.token_hex(4)}"
         self._renewed_at: float | None = None  # monotonic start of the last renewal that succeeded
         self._lost = False
         self._held = False
@@ -76,7 +91,14 @@ class OwnerLease:
     def acquire(self) -> None:
         """Create the lease row and start the heartbeat (the owner is alive from here on)."""
         started = time.monotonic()
-        self.leases.acquire(self.name, host=self.host, engine=self.engine, ttl_seconds=self.ttl)
+        if self.local is not None:
+            self.local.acquire()
+        try:
+            self.leases.acquire(self.name, host=self.host, engine=self.engine, ttl_seconds=self.ttl)
+        except BaseException:
+            if self.local is not None:
+                self.local.release()
+            raise
         self._renewed_at = started
         self._held = True
         self._stop.clear()
@@ -111,7 +133,17 @@ class OwnerLease:
             self.leases.release(self.name)
         except RoundtableError as exc:  # it expires on its own
             _log.warning("lease_release_failed", owner=self.name, error=exc.message)
+        finally:
+            if self.local is not None:
+                self.local.release()
 
     def live(self, names: Collection[str]) -> set[str]:
-        """The owners among ``names`` whose lease has not expired."""
-        return self.leases.live(names)
+        """The owners among ``names`` whose lease has not expired, less those proven dead on this
+        machine (their lock file left unheld: see ``local``), whose leases are expired now so that
+        the reaper takes their launches at once."""
+        alive = self.leases.live(names)
+        dead = self.local.dead(alive - {self.name}) if self.local is not None else set()
+        if dead:
+            self.leases.expire(dead)
+            _log.info("dead_local_owners_expired", owners=sorted(dead))
+        return alive - dead

@@ -38,7 +38,7 @@ class OwnerLock:
 
     def __init__(self, directory: Path):
         self.directory = directory
-        self.name = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self.name = _owner_name()
         self._fd: int | None = None
         self.engine = ""  # unused on one machine: every owner shares the engine
 
@@ -74,6 +74,11 @@ class OwnerLock:
         """The owners among ``names`` whose lock is held (see :func:`live_owners`)."""
         return live_owners(self.directory, names)
 
+    def dead(self, names: Collection[str]) -> set[str]:
+        """The owners among ``names`` proven dead here: their lock file is in this directory and no
+        process holds it (a missing file proves nothing: the owner may live on another host)."""
+        return {name for name in set(names) if _probe(self.directory, name) is False}
+
 
 Ownership = OwnerLock | OwnerLease
 """What a supervisor holds to own its launches: a lock on one machine, a lease across hosts."""
@@ -82,27 +87,40 @@ Ownership = OwnerLock | OwnerLease
 def owner_for(store: Store, directory: Path) -> Ownership:
     """A lease on a PostgreSQL store (``[supervisor] lease_ttl_seconds``), else a lock in ``directory``."""
     if store.db.backend == "postgresql":
-        return OwnerLease(LeaseStore(store.launches), ttl_seconds=store.config.supervisor.lease_ttl_seconds)
+        return OwnerLease(
+            LeaseStore(store.launches),
+            ttl_seconds=store.config.supervisor.lease_ttl_seconds,
+            local=OwnerLock(directory),
+        )
     return OwnerLock(directory)
 
 
 def live_owners(directory: Path, names: Iterable[str]) -> set[str]:
     """The owner names among ``names`` whose lock is held by a live process."""
-    alive: set[str] = set()
-    for name in set(names):
-        if not _NAME.fullmatch(name):
-            continue
-        try:
-            fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except FileNotFoundError:
-            continue  # the owner ended cleanly and removed its lock
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            alive.add(name)
-        else:
-            # Taken: its owner died without cleaning up. Remove the stale file while we hold it.
-            (directory / f"{name}.lock").unlink(missing_ok=True)
-        finally:
-            os.close(fd)
-    return alive
+    return {name for name in set(names) if _probe(directory, name)}
+
+
+def _owner_name() -> str:
+    """A new owner's name: this process's pid and a random part (a lock file's and a lease's)."""
+    return f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _probe(directory: Path, name: str) -> bool | None:
+    """True when ``name``'s lock is held, False when its file was left by a dead owner (removed now),
+    None when there is no such lock file (or the name is not an owner's)."""
+    if not _NAME.fullmatch(name):
+        return None
+    try:
+        fd = os.open(directory / f"{name}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # the owner ended cleanly and removed its lock, or never had one here
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        # Taken: its owner died without cleaning up. Remove the stale file while we hold it.
+        (directory / f"{name}.lock").unlink(missing_ok=True)
+        return False
+    finally:
+        os.close(fd)

@@ -16,9 +16,11 @@ import pytest
 from capabilities.auth import Authenticator
 from store import Store, Unauthenticated
 from store.launches._store import LaunchStatus
+from store.patches import get_version
 from supervisor._supervisor import Supervisor
 from supervisor.launch._spec import LABEL_LAUNCH, LaunchSpec
 from tests.e2e.conftest import ReviewScene
+from tests.store.patches.artifact_helpers import tamper
 
 pytestmark = [pytest.mark.anyio, pytest.mark.docker]
 
@@ -104,10 +106,10 @@ async def test_lexical_oracle_warns_citing_the_decision(
 async def test_a_crashing_role_is_recorded_failed_and_cleaned_up(
     scene: ReviewScene, store: Store, docker_sdk: Any, role_image_tag: str
 ) -> None:
-    # Tamper with the stored patch: patch.inspect refuses it and the runner exits non-zero.
-    artifact = scene.paths.patches_dir / scene.proposal_id / "v1.diff"
-    artifact.chmod(0o600)
-    artifact.write_text(artifact.read_text() + "+tampered\n")
+    # Tamper with the stored patch (its file, or its blob on PostgreSQL): patch.inspect refuses it
+    # and the runner exits non-zero.
+    version = store.db.read(lambda conn: get_version(conn, scene.proposal_id, 1))
+    tamper(store, scene.proposal_id, 1, store.patches.read_verified(version) + b"+tampered\n")
     async with Supervisor(store) as supervisor:
         with anyio.fail_after(120):
             result = await supervisor.launch_role("memory_oracle", scene.proposal_id)

@@ -4,13 +4,15 @@ run on the project's SQLite store with the fake engine; the two-host test runs t
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from store import Store
 from store.launches import LEASE_EXPIRED, LaunchStatus, LeaseLost, LeaseStore
 from supervisor.docker import reap_expired_owners
 from supervisor.docker._client import DockerClient
-from supervisor.launch import LABEL_LAUNCH, LABEL_POOL, LABEL_SUPERVISOR, OwnerLease
+from supervisor.launch import LABEL_LAUNCH, LABEL_POOL, LABEL_SUPERVISOR, OwnerLease, OwnerLock
 from tests.fakes.docker_engine import FakeDockerBackend
 from tests.supervisor.conftest import FAST_RETRY
 
@@ -116,3 +118,40 @@ def test_a_supervisor_that_lost_its_lease_claims_nothing(store: Store) -> None:
 def test_a_host_name_becomes_a_label(store: Store) -> None:
     lease = OwnerLease(LeaseStore(store.launches), ttl_seconds=3, host="-odd host/name")
     assert lease.host == "h-odd-host-name"
+
+
+def test_a_peer_that_died_on_this_machine_is_reaped_without_waiting_for_its_lease(
+    store: Store, tmp_path: Path
+) -> None:
+    """A supervisor restarted on the same machine (its lock file left unheld) is dead at once; one
+    holding its lock, and one whose lock is elsewhere (another host), are alive until their leases
+    say otherwise."""
+    owners = tmp_path / "owners"
+    leases = LeaseStore(store.launches)
+    me = OwnerLease(leases, ttl_seconds=15, host="host-a", local=OwnerLock(owners))
+    me.acquire()
+    peer = OwnerLock(owners)
+    peer.acquire()
+    try:
+        assert (owners / f"{me.name}.lock").exists()
+        dead, remote = "12345-dead0001", "67890-0e0e0e0e"
+        for name in (dead, peer.name, remote):
+            leases.acquire(name, host="host-a", engine=OURS, ttl_seconds=15)
+        (owners / f"{dead}.lock").touch()  # what a SIGKILLed supervisor leaves: a lock nobody holds
+        orphan, kept = _launch(store, dead), _launch(store, remote)
+
+        assert me.live([dead, peer.name, remote, me.name]) == {peer.name, remote, me.name}
+        assert leases.live([dead]) == set()
+        assert not (owners / f"{dead}.lock").exists()
+
+        reaped = leases.reap_expired(keep={me.name})
+        assert [o.launch.id for o in reaped.orphans] == [orphan]
+        assert store.launches.get(orphan).status is LaunchStatus.FAILED
+        assert store.launches.get(orphan).reason == "supervisor_restarted"  # as on SQLite
+        assert store.launches.get(kept).status is LaunchStatus.REQUESTED
+        assert leases.expire([dead, remote]) == {remote}  # a lease already ended is not ended twice
+    finally:
+        peer.release()
+        me.release()
+    assert not (owners / f"{me.name}.lock").exists()
+    assert leases.live([me.name]) == set()
