@@ -231,6 +231,10 @@ class _Connection:
 
 
 def _check_framing(head: h11.Request, limits: HttpLimits) -> None:
+    # h11 bounds a head still arriving; one that arrived whole in a read is bounded here.
+    size = len(head.target) + sum(len(name) + len(value) + 4 for name, value in head.headers)
+    if size > limits.max_header_bytes:
+        raise h11.RemoteProtocolError("the request's headers are too large", error_status_hint=431)
     names = [name for name, _ in head.headers]
     if b"transfer-encoding" in names and b"content-length" in names:
         raise h11.RemoteProtocolError("Content-Length and Transfer-Encoding together", error_status_hint=400)
