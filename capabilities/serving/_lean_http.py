@@ -90,6 +90,7 @@ class Reply:
         self.gone = gone
         self.started = False
         self.ended = False
+        self.head = False  # answering HEAD: the headers go, the body does not
 
     async def start(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
         """Send the status line and headers."""
@@ -98,7 +99,7 @@ class Reply:
 
     async def write(self, data: bytes) -> None:
         """Send part of the body."""
-        if data:
+        if data and not self.head:
             await self._out(h11.Data(data=data))
 
     async def end(self) -> None:
@@ -172,6 +173,7 @@ class _Connection:
             return False
         if request is None:
             return False
+        reply.head = request.method == "HEAD"
         try:
             await self.handler(request, reply)
         except Exception:
@@ -285,6 +287,8 @@ class _Server:
         try:
             with connection.scope:
                 await connection.serve(self.stopping)
+        except Exception:  # a bug here must cost one connection, never the server
+            _log.exception("http.connection_failed")
         finally:
             connection.gone.set()
             with anyio.CancelScope(shield=True):

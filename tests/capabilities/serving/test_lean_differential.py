@@ -225,6 +225,8 @@ CASES: list[tuple[str, str, str, Any, dict[str, str]]] = [
     ("scalar body", "POST", "/mcp", 5, _headers("ping")),
     ("GET", "GET", "/mcp", None, _headers("ping")),
     ("DELETE", "DELETE", "/mcp", None, _headers("ping")),
+    ("HEAD", "HEAD", "/mcp", None, _headers("ping")),
+    ("PUT", "PUT", "/mcp", _rpc("ping"), _headers("ping")),
     ("bad Host", "POST", "/mcp", _rpc("ping"), _headers("ping", Host="evil.example")),
     ("Host with a port", "POST", "/mcp", _rpc("tools/list"), _headers("tools/list", Host="localhost:8000")),
     ("bad Origin", "POST", "/mcp", _rpc("ping"), _headers("ping", Origin="http://evil.example")),
@@ -286,8 +288,11 @@ async def test_a_body_that_is_not_json_gets_the_same_parse_error(pair: Pair, con
     [None, "Bearer not-a-token", "Basic abc", "Bearer a, Bearer b", "bearer"],
     ids=["none", "unknown", "other scheme", "two", "empty"],
 )
+@pytest.mark.parametrize("method", ["POST", "HEAD"])
 @pytest.mark.parametrize("path", ["/mcp", "/elsewhere"])
-async def test_a_refusal_is_the_same_401(pair: Pair, authorization: str | None, path: str) -> None:
+async def test_a_refusal_is_the_same_401(
+    pair: Pair, authorization: str | None, path: str, method: str
+) -> None:
     headers = _headers("tools/list")
     if authorization is not None:
         headers["Authorization"] = authorization

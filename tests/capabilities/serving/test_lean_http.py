@@ -331,3 +331,25 @@ async def main(root: Path) -> None:
 
 anyio.run(main, Path(sys.argv[1]))
 """
+
+
+async def test_a_failing_handler_is_a_json_500_and_the_server_goes_on(tmp: Path) -> None:
+    calls: list[str] = []
+
+    async def broken(request: HttpRequest, reply: Reply) -> None:
+        calls.append(request.path)
+        if request.path == "/half":
+            await reply.start(200, [])
+        raise RuntimeError("a bug")
+
+    async with lean_serving(broken, uds=tmp / "s.sock"):
+        raw = await _exchange(tmp / "s.sock", b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _statuses(raw) == [500]
+        assert b'"internal"' in raw or b'"error"' in raw
+        assert b"a bug" not in raw
+        assert b"Traceback" not in raw
+        half = await _exchange(tmp / "s.sock", b"GET /half HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _statuses(half) == [200]  # started, then cut: the client sees a broken body
+        again = await _exchange(tmp / "s.sock", b"GET /boom HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _statuses(again) == [500]
+    assert calls == ["/boom", "/half", "/boom"]
