@@ -26,6 +26,7 @@ from tests.capabilities.oracle_helpers import build_world
 pytestmark = pytest.mark.anyio
 
 V = "2026-07-28"
+JSON = "application/json"
 META = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": {}}
 INFO = {"io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}
 
@@ -78,6 +79,11 @@ async def pair(store: Store) -> AsyncIterator[Pair]:
                     )
                 )
             yield Pair(clients[0], clients[1], world.token)
+
+
+def _call(label: str, params: dict[str, Any], name: str) -> tuple[str, str, str, Any, dict[str, str]]:
+    """A ``tools/call`` case, its ``Mcp-Name`` header ``name``."""
+    return label, "POST", "/mcp", _rpc("tools/call", params), _headers("tools/call", Mcp_Name=name)
 
 
 CASES: list[tuple[str, str, str, Any, dict[str, str]]] = [
@@ -152,62 +158,26 @@ CASES: list[tuple[str, str, str, Any, dict[str, str]]] = [
         _rpc("tools/call", {"name": "patch.inspect", "arguments": {}}),
         _headers("tools/call"),
     ),
-    (
-        "tools/call ok",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "patch.inspect", "arguments": {}}),
-        _headers("tools/call", Mcp_Name="patch.inspect"),
-    ),
-    (
-        "tools/call underscore alias",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "patch_inspect"}),
-        _headers("tools/call", Mcp_Name="patch_inspect"),
-    ),
-    (
+    _call("tools/call ok", {"name": "patch.inspect", "arguments": {}}, "patch.inspect"),
+    _call("tools/call underscore alias", {"name": "patch_inspect"}, "patch_inspect"),
+    _call(
         "tools/call memory",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "memory.query", "arguments": {"query": "sql", "limit": 5}}),
-        _headers("tools/call", Mcp_Name="memory.query"),
+        {"name": "memory.query", "arguments": {"query": "sql", "limit": 5}},
+        "memory.query",
     ),
-    (
+    _call(
         "tools/call refused scope",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "memory.query", "arguments": {"scope": "elsewhere"}}),
-        _headers("tools/call", Mcp_Name="memory.query"),
+        {"name": "memory.query", "arguments": {"scope": "elsewhere"}},
+        "memory.query",
     ),
-    (
-        "tools/call bad arguments",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "memory.query", "arguments": {"limit": "many"}}),
-        _headers("tools/call", Mcp_Name="memory.query"),
+    _call(
+        "tools/call bad arguments", {"name": "memory.query", "arguments": {"limit": "many"}}, "memory.query"
     ),
-    (
-        "tools/call forbidden tool",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "proposal.create", "arguments": {}}),
-        _headers("tools/call", Mcp_Name="proposal.create"),
-    ),
-    (
-        "tools/call unknown tool",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "nope"}),
-        _headers("tools/call", Mcp_Name="nope"),
-    ),
+    _call("tools/call forbidden tool", {"name": "proposal.create", "arguments": {}}, "proposal.create"),
+    _call("tools/call unknown tool", {"name": "nope"}, "nope"),
     ("tools/call no name (the SDK's)", "POST", "/mcp", _rpc("tools/call"), _headers("tools/call")),
-    (
-        "tools/call list arguments (the SDK's)",
-        "POST",
-        "/mcp",
-        _rpc("tools/call", {"name": "memory.query", "arguments": [1]}),
-        _headers("tools/call", Mcp_Name="memory.query"),
+    _call(
+        "tools/call list arguments (the SDK's)", {"name": "memory.query", "arguments": [1]}, "memory.query"
     ),
     ("duplicated method header", "POST", "/mcp", _rpc("ping"), {**_headers("ping"), "mcp-method": "ping"}),
     ("batch", "POST", "/mcp", [_rpc("ping")], _headers("ping")),
@@ -230,22 +200,16 @@ CASES: list[tuple[str, str, str, Any, dict[str, str]]] = [
     ("bad Host", "POST", "/mcp", _rpc("ping"), _headers("ping", Host="evil.example")),
     ("Host with a port", "POST", "/mcp", _rpc("tools/list"), _headers("tools/list", Host="localhost:8000")),
     ("bad Origin", "POST", "/mcp", _rpc("ping"), _headers("ping", Origin="http://evil.example")),
-    (
-        "loopback Origin",
-        "POST",
-        "/mcp",
-        _rpc("tools/list"),
-        _headers("tools/list", Origin="http://127.0.0.1:3000"),
-    ),
+    ("loopback Origin", "POST", "/mcp", _rpc("tools/list"), _headers("tools/list", Origin="http://[::1]")),
     ("bad Content-Type", "POST", "/mcp", _rpc("ping"), _headers("ping", Content_Type="text/plain")),
     ("bad Accept", "POST", "/mcp", _rpc("ping"), _headers("ping", Accept="text/html")),
     ("wildcard Accept", "POST", "/mcp", _rpc("tools/list"), _headers("tools/list", Accept="*/*")),
     (
-        "listen without SSE",
+        "listen, no SSE",
         "POST",
         "/mcp",
         _rpc("subscriptions/listen"),
-        _headers("subscriptions/listen", Accept="application/json"),
+        _headers("subscriptions/listen", Accept=JSON),
     ),
     ("handshake era probe (the SDK's)", "POST", "/mcp", {}, {"Content-Type": "application/json"}),
     ("another path", "POST", "/elsewhere", {"x": 1}, _headers("ping")),
