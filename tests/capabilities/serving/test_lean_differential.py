@@ -295,3 +295,43 @@ def test_no_tool_declares_an_mcp_param_header() -> None:
     """The lean server skips the SDK's ``Mcp-Param-*`` check: only an ``x-mcp-header`` schema arms it."""
     for spec in build_registry().specs():
         assert "x-mcp-header" not in json.dumps(spec.input_schema())
+
+
+async def _handshake_session(client: httpx2.AsyncClient) -> list[Any]:
+    """An earlier revision's session: initialize, initialized, tools/list, tools/call."""
+    headers = {"Content-Type": JSON, "Accept": f"{JSON}, text/event-stream"}
+    params = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    }
+    opened = await client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}, headers=headers
+    )
+    session = {
+        **headers,
+        "Mcp-Session-Id": opened.headers["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    await client.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+    listed = await client.post(
+        "/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=session
+    )
+    call = {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "method": "tools/call",
+        "params": {"name": "patch.inspect", "arguments": {}},
+    }
+    called = await client.post("/mcp", json=call, headers=session)
+    result = opened.json()["result"]
+    return [result["protocolVersion"], result["serverInfo"], listed.json(), called.json()]
+
+
+async def test_an_earlier_revision_s_session_is_served_alike(pair: Pair) -> None:
+    """The lean server passes the handshake era to the SDK's app, with the caller's principal."""
+    sdk, lean = await _handshake_session(pair.sdk), await _handshake_session(pair.lean)
+    assert lean == sdk
+    assert sdk[0] == "2025-06-18"
+    assert sdk[2]["result"]["tools"]
+    assert sdk[3]["result"]["isError"] is False
