@@ -38,7 +38,7 @@ import h11
 import structlog
 
 from capabilities.serving._listen import BoundAddress, listen
-from store.errors import InvalidArgument, RoundtableError, error_body
+from store.errors import InternalError, InvalidArgument, RoundtableError, error_body
 
 __all__ = ["Handler", "HttpLimits", "HttpRequest", "Reply", "lean_serving"]
 
@@ -259,8 +259,6 @@ def _request(head: h11.Request, body: bytes) -> HttpRequest:
 
 
 def _internal() -> RoundtableError:
-    from store.errors import InternalError
-
     return InternalError("the request failed; see the server log")
 
 
