@@ -64,7 +64,9 @@ class _Variant:
         return f"image {self.image}, tree {self.tree}"
 
     def command(self, *argv: str) -> tuple[list[str], dict[str, str]]:
-        env = {**os.environ, "PYTHONPATH": str(self.tree)}
+        # PYTHONSAFEPATH: ``-m`` would put the working directory first, and from a checkout every
+        # variant would run that checkout's tree, whatever its PYTHONPATH says.
+        env = {**os.environ, "PYTHONPATH": str(self.tree), "PYTHONSAFEPATH": "1"}
         return [sys.executable, "-m", "supervisor", *argv], env
 
 

@@ -12,7 +12,8 @@ difference that is the query's SQL shows beside the rest. Prints p50/p95 of each
 difference, and the p50 ratio of the query to the no-op per client, in wall time and in the CPU
 time the process spent on the call (client, server and the store's worker thread alike: on a
 machine whose cores other work contends for, the steadier of the two). Usage:
-``python -m benchmarks.bench_socket_latency [--calls N] [--entries M] [--corpus C]``.
+``python -m benchmarks.bench_socket_latency [--calls N] [--entries M] [--corpus C] [--server lean|sdk]``
+(``sdk``: the SDK's launch app under uvicorn, what served the socket before the lean server).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolSpe
 from capabilities.mcp.tools import all_tools
 from capabilities.policy import Reach
 from capabilities.services import Services
-from capabilities.serving._transports import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, build_launch_app, serve_launch_socket, serving
 from roles._mcp_http import McpHttpClient
 from roles._unix_http import UnixHttpClient
 from store import Store, init_project, open_store
@@ -145,7 +146,9 @@ async def _timed(call: Call, name: str, arguments: dict[str, Any]) -> tuple[Any,
     return result, time.perf_counter() - start, time.process_time() - start_cpu
 
 
-async def _measure(store: Store, calls: int, entries: int, sock: str, corpus: str) -> dict[str, list[float]]:
+async def _measure(
+    store: Store, calls: int, entries: int, sock: str, corpus: str, server: str = "lean"
+) -> dict[str, list[float]]:
     _, proposal_id = _seed(store, entries, corpus)
     issued = store.grants.mint_grant(
         proposal_id=proposal_id,
@@ -157,7 +160,12 @@ async def _measure(store: Store, calls: int, entries: int, sock: str, corpus: st
     )
     spec = ToolSpec(NOOP, "does nothing", _NoArgs, _noop, read_only=True, idempotent=True)
     registry = ToolRegistry([*all_tools(), spec])
-    app = build_launch_app(Services(store=store), issued.record.id, registry=registry)
+    services = Services(store=store)
+    served: Any = (
+        serving(build_launch_app(services, issued.record.id, registry=registry), uds=sock)
+        if server == "sdk"
+        else serve_launch_socket(LaunchSocketApp(services, issued.record.id, registry=registry), sock)
+    )
     queries = _queries(corpus)
     samples: dict[str, list[float]] = {}
     for client in CLIENTS:
@@ -174,7 +182,7 @@ async def _measure(store: Store, calls: int, entries: int, sock: str, corpus: st
     scopes = issued.record.scopes
     bearer = {"Authorization": f"Bearer {issued.token}"}
     async with (
-        serving(app, uds=sock),
+        served,
         httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=sock), headers=bearer) as http,
         Client(streamable_http_client("http://localhost/mcp", http_client=http)) as sdk,
         UnixHttpClient(Path(sock), headers=bearer, timeout=60) as unix_http,
@@ -236,6 +244,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=500, help="calls of each tool")
     parser.add_argument("--entries", type=int, default=2000, help="memory entries in the project")
     parser.add_argument("--corpus", choices=("vocabulary", "realistic", "both"), default="both")
+    parser.add_argument(
+        "--server",
+        choices=("lean", "sdk"),
+        default="lean",
+        help="the launch socket's server: the lean one (what launches use), or the SDK's app under uvicorn",
+    )
     args = parser.parse_args()
     configure_logging(verbose=False)  # a debug line per call would be measured too
     for corpus in ("vocabulary", "realistic") if args.corpus == "both" else (args.corpus,):
@@ -244,11 +258,11 @@ def main() -> None:
             store = open_store(paths)
             try:
                 sock = str(Path(tmp) / "launch.sock")
-                samples = anyio.run(_measure, store, args.calls, args.entries, sock, corpus)
+                samples = anyio.run(_measure, store, args.calls, args.entries, sock, corpus, args.server)
             finally:
                 store.close()
         print(
-            f"MCP over the launch Unix socket, {corpus} corpus: "
+            f"MCP over the launch Unix socket ({args.server} server), {corpus} corpus: "
             f"{args.calls} calls each, {args.entries} entries"
         )
         for label, values in samples.items():

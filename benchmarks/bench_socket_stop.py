@@ -5,12 +5,16 @@ Each repetition, alternately:
 * **plain socket server** (the baseline): an asyncio server bound on a Unix socket, one client
   that connects and is answered one line, then the server closed (``close`` and ``wait_closed``);
   timed from bind to closed;
-* **launch socket, connection closed**: :func:`~capabilities.serving.serving` of the per-launch
-  app (:func:`~capabilities.serving.build_launch_app`) on a Unix socket, one MCP ``tools/list``
-  with the launch's token by the runner's own client over a connection closed before the stop (a
-  runner that has exited), then the stop: the end of the ``async with`` block to its return;
+* **launch socket, connection closed**: the lean launch socket server
+  (:func:`~capabilities.serving.serve_launch_socket` of a :class:`~capabilities.serving.LaunchSocketApp`)
+  on a Unix socket, one MCP ``tools/list`` with the launch's token by the runner's own client over a
+  connection closed before the stop (a runner that has exited), then the stop: the end of the
+  ``async with`` block to its return;
 * **launch socket, connection open**: the same with the client's keep-alive connection still open
-  when the stop begins (a runner still connected).
+  when the stop begins (a runner still connected);
+* the same two with the SDK's launch app under uvicorn (:func:`~capabilities.serving.serving` of
+  :func:`~capabilities.serving.build_launch_app`), what served the launch socket before the lean
+  server, for comparison in the same run.
 
 Prints the median and p95 of each, and each launch stop as a ratio to the plain server's whole
 bind-to-closed cycle. Usage: ``python -m benchmarks.bench_socket_stop [--repeat N]``.
@@ -31,7 +35,7 @@ import anyio
 from benchmarks._timing import Timing
 from capabilities.auth import issue_capability
 from capabilities.services import Services
-from capabilities.serving import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, build_launch_app, serve_launch_socket, serving
 from roles._mcp_http import McpHttpClient
 from roles._unix_http import UnixHttpClient
 from store import Store, init_project, open_store
@@ -40,6 +44,8 @@ from supervisor.logging import configure_logging
 PLAIN = "plain socket server: bind, one answer, closed"
 CLOSED = "launch socket: stop, its connection closed"
 OPEN = "launch socket: stop, a keep-alive connection open"
+SDK_CLOSED = "before (the SDK app under uvicorn): stop, its connection closed"
+SDK_OPEN = "before (the SDK app under uvicorn): stop, a keep-alive connection open"
 
 
 def _grant(store: Store) -> tuple[str, str]:
@@ -76,11 +82,16 @@ async def _plain(path: str) -> float:
     return taken
 
 
-async def _launch_stop(store: Store, grant_id: str, token: str, path: str, *, keep_open: bool) -> float:
-    app = build_launch_app(Services(store=store), grant_id)
+async def _launch_stop(
+    store: Store, grant_id: str, token: str, path: str, *, keep_open: bool, sdk: bool = False
+) -> float:
+    services = Services(store=store)
     async with UnixHttpClient(Path(path), headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
         server = AsyncExitStack()
-        await server.enter_async_context(serving(app, uds=path))
+        if sdk:
+            await server.enter_async_context(serving(build_launch_app(services, grant_id), uds=path))
+        else:
+            await server.enter_async_context(serve_launch_socket(LaunchSocketApp(services, grant_id), path))
         assert await McpHttpClient(http).list_tools()  # the runner's own client
         if not keep_open:
             await http.aclose()
@@ -91,15 +102,20 @@ async def _launch_stop(store: Store, grant_id: str, token: str, path: str, *, ke
 
 async def _measure(store: Store, tmp: Path, repeat: int) -> dict[str, list[float]]:
     grant_id, token = _grant(store)
-    samples: dict[str, list[float]] = {PLAIN: [], CLOSED: [], OPEN: []}
+    samples: dict[str, list[float]] = {label: [] for label in (PLAIN, CLOSED, OPEN, SDK_CLOSED, SDK_OPEN)}
     for index in range(repeat + 2):  # the first two warm up imports and caches
         plain = await _plain(str(tmp / "plain.sock"))
         closed = await _launch_stop(store, grant_id, token, str(tmp / "launch.sock"), keep_open=False)
         kept = await _launch_stop(store, grant_id, token, str(tmp / "launch.sock"), keep_open=True)
+        sdk_closed = await _launch_stop(
+            store, grant_id, token, str(tmp / "sdk.sock"), keep_open=False, sdk=True
+        )
+        sdk_kept = await _launch_stop(store, grant_id, token, str(tmp / "sdk.sock"), keep_open=True, sdk=True)
         if index >= 2:
-            samples[PLAIN].append(plain)
-            samples[CLOSED].append(closed)
-            samples[OPEN].append(kept)
+            for label, taken in ((PLAIN, plain), (CLOSED, closed), (OPEN, kept)):
+                samples[label].append(taken)
+            samples[SDK_CLOSED].append(sdk_closed)
+            samples[SDK_OPEN].append(sdk_kept)
     return samples
 
 
@@ -119,7 +135,7 @@ def main() -> None:
     baseline = Timing(PLAIN, samples[PLAIN])
     print(f"stopping the launch socket's server, {args.repeat} repetitions (baseline: {PLAIN})")
     print(baseline.line())
-    for label in (CLOSED, OPEN):
+    for label in (CLOSED, OPEN, SDK_CLOSED, SDK_OPEN):
         print(Timing(label, samples[label]).line(baseline))
 
 

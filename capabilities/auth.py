@@ -22,11 +22,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 import structlog
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from capabilities.mcp import PRINCIPAL_SCOPE_KEY
 from capabilities.policy import CAPABILITY_TOOLSETS, LAUNCH_ROLE_OF, MEMORY_ORACLE_ROLE, OPERATOR, agent_role
@@ -35,6 +34,9 @@ from store import Store
 from store.access import DEFAULT_GRANT_TTL_SECONDS, GrantRecord, IssuedToken, TokenRecord
 from store.errors import InvalidArgument, Unauthenticated, error_body
 
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
 __all__ = [
     "DEFAULT_GRANT_TTL_SECONDS",
     "PRINCIPAL_SCOPE_KEY",
@@ -42,10 +44,12 @@ __all__ = [
     "TOKEN_QUERY_PARAMETERS",
     "Authenticator",
     "BearerAuthMiddleware",
+    "authenticate_request",
     "bearer_token",
     "issue_agent_token",
     "issue_capability",
     "principal_from_record",
+    "refusal",
     "request_base_url",
 ]
 
@@ -227,10 +231,8 @@ class BearerAuthMiddleware:
         try:
             if scope["type"] != "http":
                 raise Unauthenticated("only HTTP requests are served here")
-            token = bearer_token(scope.get("headers", []), scope.get("query_string", b""))
-            principal = await self.authenticator.authenticate(token)
+            principal = await authenticate_request(self.authenticator, scope)
         except Unauthenticated as exc:
-            _log.info("auth.refused", path=scope.get("path"), reason=exc.message)
             await _refuse(scope, send, exc)
             return
         child[PRINCIPAL_SCOPE_KEY] = principal
@@ -240,7 +242,7 @@ class BearerAuthMiddleware:
         await self.app(child, receive, send)
 
 
-def request_base_url(scope: Scope) -> str:
+def request_base_url(scope: Mapping[str, Any]) -> str:
     """``scheme://host[:port]`` of a request: its ``Host`` header, else the address it arrived on.
 
     A ``Host`` that is not a plain name or IP literal with an optional port is ignored (the URL is
@@ -261,7 +263,7 @@ def request_base_url(scope: Scope) -> str:
     return f"{scheme}://localhost"
 
 
-def _challenge(scope: Scope) -> bytes:
+def _challenge(scope: Mapping[str, Any]) -> bytes:
     """The ``WWW-Authenticate`` value of a 401: where the metadata is, and why (RFC 6750, 3.1)."""
     metadata = f"{request_base_url(scope)}{PROTECTED_RESOURCE_METADATA_PATH}/mcp"
     challenge = f'Bearer realm="roundtable", resource_metadata="{metadata}"'
@@ -279,21 +281,36 @@ def _challenge(scope: Scope) -> bytes:
     return challenge.encode("latin-1")
 
 
+async def authenticate_request(authenticator: Authenticator, scope: Mapping[str, Any]) -> Principal:
+    """The principal of one HTTP request (an ASGI-shaped ``scope``: its ``headers``, ``query_string``
+    and ``path``), or :class:`Unauthenticated`, logged; :func:`refusal` is the answer to send then.
+
+    :class:`BearerAuthMiddleware` and the lean launch socket server authenticate through this.
+    """
+    try:
+        token = bearer_token(scope.get("headers", []), scope.get("query_string", b""))
+        return await authenticator.authenticate(token)
+    except Unauthenticated as exc:
+        _log.info("auth.refused", path=scope.get("path"), reason=exc.message)
+        raise
+
+
+def refusal(scope: Mapping[str, Any], exc: Unauthenticated) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and JSON body of the 401 that answers ``exc`` (the challenge names the metadata)."""
+    body = json.dumps(error_body(exc)).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", _challenge(scope)),
+        (b"cache-control", b"no-store"),
+    ]
+    return headers, body
+
+
 async def _refuse(scope: Scope, send: Send, exc: Unauthenticated) -> None:
     if scope["type"] != "http":
         await send({"type": "websocket.close", "code": 1008})
         return
-    body = json.dumps(error_body(exc)).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", _challenge(scope)),
-                (b"cache-control", b"no-store"),
-            ],
-        }
-    )
+    headers, body = refusal(scope, exc)
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
     await send({"type": "http.response.body", "body": body})

@@ -201,9 +201,11 @@ async def open_channel(paths: ChannelPaths, *, request_seconds: float = 300) -> 
     """Connect to the launch's MCP server as its grant; :class:`ChannelError` if it refuses the token."""
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+    from mcp_types import LATEST_PROTOCOL_VERSION
 
     async with http_client(paths, request_seconds) as http:
-        probe = await http.post("/mcp", json={})
+        # At the protocol revision the SDK client speaks, so the launch socket answers it itself.
+        probe = await http.post("/mcp", json={}, headers={"MCP-Protocol-Version": LATEST_PROTOCOL_VERSION})
         if probe.status_code == 401:
             raise ChannelError(EXIT_NO_GRANT, "no grant: the supervisor refused this launch's token")
         client: Any = Client(streamable_http_client(f"{paths.base_url()}/mcp", http_client=http))

@@ -306,7 +306,7 @@ class Supervisor:
     ) -> LaunchResult:
         await self._load_machinery()
         from capabilities.auth import issue_capability
-        from capabilities.serving import build_launch_app
+        from capabilities.serving import LaunchSocketApp
         from supervisor.models import ModelGateway
 
         log = _log.bind(launch_id=launch.id, proposal_id=launch.proposal_id, role=plan.role)
@@ -341,7 +341,7 @@ class Supervisor:
             await anyio.to_thread.run_sync(rundir.write_token_file, issued.token)
             for name, data in plan.files.items():
                 await anyio.to_thread.run_sync(rundir.write_file, name, data)
-            app = build_launch_app(self.services, grant_id, extra_routes=extra_routes)
+            app = LaunchSocketApp(self.services, grant_id, extra_routes=extra_routes)
             async with launch_socket(app, rundir.socket_path, self._background):
                 await anyio.to_thread.run_sync(rundir.grant_socket)
                 await report_phase(on_phase, "channel_ready", {"launch_id": launch.id, "grant_id": grant_id})

@@ -9,14 +9,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from capabilities.mcp._dispatch import ToolOutcome, call_tool
+from capabilities.mcp._listing import (
+    INSTRUCTIONS,
+    PRINCIPAL_SCOPE_KEY,
+    SERVER_NAME,
+    result_text,
+    tool_entries,
+    tool_result_json,
+)
 from capabilities.mcp._names import ToolNaming, tool_naming, underscore_alias
 from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
-    from capabilities.mcp._server import PRINCIPAL_SCOPE_KEY, RoundtableMCPServer
+    from capabilities.mcp._server import RoundtableMCPServer
 
 __all__ = [
+    "INSTRUCTIONS",
     "PRINCIPAL_SCOPE_KEY",
+    "SERVER_NAME",
     "RoundtableMCPServer",
     "ToolArgs",
     "ToolCall",
@@ -26,11 +36,14 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "call_tool",
+    "result_text",
+    "tool_entries",
     "tool_naming",
+    "tool_result_json",
     "underscore_alias",
 ]
 
-_LAZY = {"PRINCIPAL_SCOPE_KEY": "capabilities.mcp._server", "RoundtableMCPServer": "capabilities.mcp._server"}
+_LAZY = {"RoundtableMCPServer": "capabilities.mcp._server"}
 
 
 def __getattr__(name: str) -> Any:

@@ -17,14 +17,9 @@ port, which is what HTTP clients on a Unix socket send.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import socket
 import ssl
-import stat
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -43,7 +38,14 @@ from capabilities.mcp.tools import build_registry
 from capabilities.principals import Principal, local_operator
 from capabilities.services import Services
 from capabilities.serving._embedded import EmbeddedServer
-from store.errors import Conflict, InternalError, InvalidArgument
+from capabilities.serving._listen import (
+    MAX_UDS_PATH_BYTES,
+    BoundAddress,
+    Listener,
+    allowed_hosts_and_origins,
+    listen,
+)
+from store.errors import InternalError
 
 __all__ = [
     "MAX_UDS_PATH_BYTES",
@@ -56,10 +58,6 @@ __all__ = [
     "transport_security",
 ]
 
-MAX_UDS_PATH_BYTES = 107
-"""``sun_path`` holds 108 bytes on Linux, one of them the terminating NUL."""
-
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 _GRACE_SECONDS = 5.0
 
 Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
@@ -71,8 +69,7 @@ def transport_security(extra_hosts: Sequence[str] = ()) -> TransportSecuritySett
     ``localhost`` without a port is what a client on a Unix socket sends; ``extra_hosts`` adds
     the names a remote bind is reached by (``host`` or ``host:*``).
     """
-    hosts = [*_LOOPBACK_NAMES, *(f"{name}:*" for name in _LOOPBACK_NAMES), *extra_hosts]
-    origins = [f"{s}://{n}{p}" for s in ("http", "https") for n in _LOOPBACK_NAMES for p in ("", ":*")]
+    hosts, origins = allowed_hosts_and_origins(extra_hosts)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -89,11 +86,14 @@ def build_asgi_app(
     allowed_hosts: Sequence[str] = (),
     json_response: bool = True,
     tool_names: ToolNaming = ToolNaming.DOTTED,
+    guarded: bool = True,
 ) -> Starlette:
     """The Starlette app: MCP at ``/mcp`` plus ``extra_routes``, behind bearer authentication.
 
     Build a new app for each server: the MCP session manager inside runs once per app.
-    ``tool_names`` is the spelling ``tools/list`` shows (both are callable).
+    ``tool_names`` is the spelling ``tools/list`` shows (both are callable). ``guarded=False``
+    leaves the bearer middleware out, for a server that authenticated the request itself and put
+    the principal in the scope (the lean launch socket server, passing a request on).
     """
     server = RoundtableMCPServer(services, registry or build_registry(), tool_names=tool_names)
     mcp_app = server.streamable_http_app(
@@ -114,7 +114,9 @@ def build_asgi_app(
     auth = authenticator or Authenticator(services.store)
     app = Starlette(
         routes=[*mcp_app.routes, *extra_routes],
-        middleware=[Middleware(BearerAuthMiddleware, authenticator=auth, guarded_prefixes=guarded_prefixes)],
+        middleware=[Middleware(BearerAuthMiddleware, authenticator=auth, guarded_prefixes=guarded_prefixes)]
+        if guarded
+        else [],
         lifespan=lifespan,
     )
     app.state.mcp_server = server
@@ -154,120 +156,6 @@ async def serve_stdio(
 # -- serving ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BoundAddress:
-    """Where a server listens: a TCP host and port, or a Unix socket path."""
-
-    host: str | None = None
-    port: int | None = None
-    uds: str | None = None
-    tls: bool = False
-
-    @property
-    def base_url(self) -> str:
-        """The base URL a client uses: ``https://`` with TLS, ``http://localhost`` on a Unix socket."""
-        if self.uds is not None:
-            return "http://localhost"
-        assert self.host is not None
-        assert self.port is not None
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
-
-    @property
-    def mcp_url(self) -> str:
-        """The MCP endpoint."""
-        return f"{self.base_url}/mcp"
-
-
-def _bind_tcp(host: str, port: int) -> tuple[socket.socket, BoundAddress]:
-    if not 0 <= port <= 65535:
-        raise InvalidArgument("port must lie between 0 and 65535")
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except socket.gaierror as exc:
-        raise InvalidArgument(f"cannot resolve {host!r}: {exc.strerror}") from None
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        raise Conflict(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    bound = sock.getsockname()
-    return sock, BoundAddress(host=str(bound[0]), port=int(bound[1]))
-
-
-def _bind_unix(path: str, mode: int) -> tuple[socket.socket, BoundAddress]:
-    if len(os.fsencode(path)) > MAX_UDS_PATH_BYTES:
-        raise InvalidArgument(f"socket path is longer than {MAX_UDS_PATH_BYTES} bytes: {path}")
-    with contextlib.suppress(FileNotFoundError):
-        info = os.lstat(path)
-        if not stat.S_ISSOCK(info.st_mode):
-            raise Conflict(f"{path} exists and is not a socket; refusing to replace it")
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(path)
-        except OSError:
-            os.unlink(path)  # a stale socket left by a dead server
-        else:
-            raise Conflict(f"another server is listening on {path}")
-        finally:
-            probe.close()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(path)
-        # Before listen(): until then nobody can connect, whatever the umask gave the file.
-        os.chmod(path, mode)
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError as exc:
-        sock.close()
-        raise Conflict(f"cannot listen on {path}: {exc.strerror}") from None
-    return sock, BoundAddress(uds=path)
-
-
-@dataclass
-class _Listener:
-    """A bound, listening socket; closing it removes its Unix socket path if still its own."""
-
-    sock: socket.socket
-    address: BoundAddress
-    ident: tuple[int, int] | None = None
-    tls: ssl.SSLContext | None = None
-
-    def close(self) -> None:
-        self.sock.close()
-        path = self.address.uds
-        if path is not None and self.ident is not None and _ident(path) == self.ident:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-
-
-def _ident(path: str) -> tuple[int, int] | None:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    return info.st_dev, info.st_ino
-
-
-def _listen(
-    host: str | None, port: int, uds: str | Path | None, uds_mode: int, tls: ssl.SSLContext | None = None
-) -> _Listener:
-    if (host is None) == (uds is None):
-        raise InvalidArgument("serve on either a TCP host or a Unix socket path")
-    if uds is not None and tls is not None:
-        raise InvalidArgument("TLS is served on TCP only; a Unix socket never leaves this machine")
-    if uds is not None:
-        sock, address = _bind_unix(str(uds), uds_mode)
-        return _Listener(sock, address, _ident(str(uds)))
-    assert host is not None
-    sock, address = _bind_tcp(host, port)
-    return _Listener(sock, replace(address, tls=tls is not None), tls=tls)
-
-
 async def serve_asgi(
     app: Any,
     *,
@@ -287,7 +175,7 @@ async def serve_asgi(
     removed on the way out.
     """
     await _serve_listener(
-        app, _listen(host, port, uds, uds_mode, tls), on_shutdown=on_shutdown, task_status=task_status
+        app, listen(host, port, uds, uds_mode, tls), on_shutdown=on_shutdown, task_status=task_status
     )
 
 
@@ -297,7 +185,7 @@ def _given_context(context: ssl.SSLContext, _config: uvicorn.Config, _default: A
 
 async def _serve_listener(
     app: Any,
-    listener: _Listener,
+    listener: Listener,
     *,
     on_shutdown: Callable[[], None] | None = None,
     task_status: TaskStatus[BoundAddress] = anyio.TASK_STATUS_IGNORED,
@@ -363,7 +251,7 @@ async def serving(
 ) -> AsyncIterator[BoundAddress]:
     """Serve ``app`` for the duration of the ``async with`` block; yields the bound address."""
     # Bind here, outside the task group, so a bind error reaches the caller as itself.
-    listener = _listen(host, port, uds, uds_mode, tls)
+    listener = listen(host, port, uds, uds_mode, tls)
     async with anyio.create_task_group() as tg:
         try:
             address = await tg.start(partial(_serve_listener, app, listener, on_shutdown=on_shutdown))

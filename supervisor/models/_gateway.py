@@ -22,18 +22,20 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
 import structlog
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from store import parse_decimal, parse_json
 from store.config import OpenAIProviderConfig
 from store.errors import BudgetExhausted, InvalidArgument, ModelError, ModelUnavailable, RoundtableError
+
+if TYPE_CHECKING:  # Starlette is imported when a launch that uses the model builds its route
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
 
 __all__ = ["GATEWAY_PATH", "ModelFailure", "ModelGateway", "ModelUsage"]
 
@@ -76,6 +78,8 @@ class ModelFailure:
 
 
 def _error(exc: RoundtableError, status: int | None = None) -> JSONResponse:
+    from starlette.responses import JSONResponse
+
     body = {"error": {"code": exc.code, "message": exc.message}}
     return JSONResponse(body, status_code=status or exc.http_status)
 
@@ -106,6 +110,8 @@ class ModelGateway:
 
     def route(self) -> Route:
         """The Starlette route to add to the launch's app."""
+        from starlette.routing import Route
+
         return Route(GATEWAY_PATH, self.handle, methods=["POST"])
 
     @property
@@ -173,6 +179,8 @@ class ModelGateway:
             if prompt + completion == 0:
                 # A server that reports no usage still spends the budget: estimate 4 bytes a token.
                 prompt, completion = len(body_bytes) // 4, len(response.content) // 4
+            from starlette.responses import JSONResponse
+
             return JSONResponse(answer)
         finally:
             async with self._lock:

@@ -23,7 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
 from capabilities.services import Services
-from capabilities.serving import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles.channel import EXIT_NO_CHANNEL, EXIT_NO_GRANT, ChannelPaths, open_channel
 from roles.oracle import MEMORY_ORACLE
 from store import Store
@@ -54,8 +54,8 @@ async def launch(store: Store) -> AsyncIterator[Launch]:
     with tempfile.TemporaryDirectory(prefix="rtb-", dir="/tmp") as tmp:
         directory = Path(tmp)
         (directory / "token").write_text(world.token)
-        app = build_launch_app(Services(store=store), world.grant_id)
-        async with serving(app, uds=directory / "mcp.sock"):
+        app = LaunchSocketApp(Services(store=store), world.grant_id)
+        async with serve_launch_socket(app, directory / "mcp.sock"):
             yield Launch(directory, world)
 
 

@@ -19,7 +19,7 @@ import pytest
 from benchmarks.oracle_quality.fake_tools import FakeOracleTools
 from benchmarks.oracle_quality.loader import MemorySpec, Scenario
 from capabilities.services import Services
-from capabilities.serving._transports import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles.providers.checks_step import run_checks
 from store import Store
 from tests.capabilities.oracle_helpers import build_world
@@ -93,7 +93,7 @@ async def _run_runner(store: Store, provider: str) -> tuple[dict[str, Any], list
     with tempfile.TemporaryDirectory(prefix="rtc-", dir="/tmp") as tmp:
         socket, token = Path(tmp) / "mcp.sock", Path(tmp) / "token"
         token.write_text(world.token)
-        async with serving(build_launch_app(Services(store=store), world.grant_id), uds=socket):
+        async with serve_launch_socket(LaunchSocketApp(Services(store=store), world.grant_id), socket):
             result = await anyio.run_process(
                 [sys.executable, "-m", "roles.runner", "--socket", str(socket), "--token-file", str(token),
                  "--provider", provider], check=False,

@@ -15,7 +15,7 @@ import pytest
 from anyio.abc import SocketStream
 
 from capabilities.services import Services
-from capabilities.serving import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles._mcp_http import PROTOCOL_VERSION, ProtocolError, _message
 from roles._unix_http import HttpError, UnixHttpClient
 from roles.channel import EXIT_NO_GRANT, ChannelError, ChannelPaths, open_channel, open_tool_channel
@@ -33,8 +33,8 @@ async def paths(store: Store) -> AsyncIterator[ChannelPaths]:
     with tempfile.TemporaryDirectory(prefix="rtm-", dir="/tmp") as tmp:
         directory = Path(tmp)
         (directory / "token").write_text(world.token)
-        app = build_launch_app(Services(store=store), world.grant_id)
-        async with serving(app, uds=directory / "mcp.sock"):
+        app = LaunchSocketApp(Services(store=store), world.grant_id)
+        async with serve_launch_socket(app, directory / "mcp.sock"):
             yield ChannelPaths(directory / "mcp.sock", directory / "token")
 
 

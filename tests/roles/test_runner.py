@@ -16,7 +16,7 @@ import anyio
 import pytest
 
 from capabilities.services import Services
-from capabilities.serving._transports import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles import runner
 from roles.runner import EXIT_NO_CHANNEL, EXIT_NO_GRANT, EXIT_PROVIDER_FAILED
 from store import Store
@@ -50,8 +50,8 @@ async def test_missing_or_refused_token_is_exit_3(store: Store) -> None:
     other = build_world(store, launch_id="L-other")
     with tempfile.TemporaryDirectory(prefix="rtr-", dir="/tmp") as tmp:
         socket = Path(tmp) / "mcp.sock"
-        app = build_launch_app(Services(store=store), world.grant_id)
-        async with serving(app, uds=socket):
+        app = LaunchSocketApp(Services(store=store), world.grant_id)
+        async with serve_launch_socket(app, socket):
             code, err = await _runner("--socket", str(socket), "--token-file", f"{tmp}/missing")
             assert code == EXIT_NO_GRANT
             assert "no grant" in err
@@ -144,8 +144,8 @@ async def _openai_run(store: Store, gateway: ModelGateway) -> tuple[int, str, st
         socket_path = Path(tmp) / "mcp.sock"
         token_file = Path(tmp) / "token"
         token_file.write_text(world.token)
-        app = build_launch_app(Services(store=store), world.grant_id, extra_routes=[gateway.route()])
-        async with serving(app, uds=socket_path):
+        app = LaunchSocketApp(Services(store=store), world.grant_id, extra_routes=[gateway.route()])
+        async with serve_launch_socket(app, socket_path):
             return await _run_runner(
                 "--socket", str(socket_path), "--token-file", str(token_file), "--provider", "openai"
             )

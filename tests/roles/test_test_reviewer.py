@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from capabilities.services import Services
-from capabilities.serving._transports import build_launch_app, serving
+from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles.test_reviewer import (
     EXIT_REFUSED,
     CommandResult,
@@ -119,8 +119,8 @@ async def _run(
             (channel / "token").write_text(issued.token)
         (channel / REVIEW_MANIFEST).write_bytes(manifest)
         (channel / WORKSPACE_TAR).write_bytes(tar)
-        async with serving(
-            build_launch_app(Services(store=store), issued.record.id), uds=channel / "mcp.sock"
+        async with serve_launch_socket(
+            LaunchSocketApp(Services(store=store), issued.record.id), channel / "mcp.sock"
         ):
             argv = [sys.executable, "-m", "roles.test_reviewer", "--channel-dir", str(channel)]
             with anyio.fail_after(120):

@@ -1,0 +1,86 @@
+"""What the MCP servers say, as plain JSON: the instructions, the tool list a principal sees, a tool
+call's result.
+
+Both servers build their answers here: the SDK's (:class:`~capabilities.mcp.RoundtableMCPServer`,
+which wraps these dicts in its models) and the lean launch socket server
+(:mod:`capabilities.serving._lean_mcp`, which writes them as they are), so the two cannot drift.
+Nothing here imports the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic_core
+
+from capabilities.mcp._names import ToolNames, ToolNaming
+from capabilities.mcp._registry import ToolRegistry
+from capabilities.policy import toolset_for
+from capabilities.principals import Principal
+
+__all__ = [
+    "INSTRUCTIONS",
+    "PRINCIPAL_SCOPE_KEY",
+    "SERVER_NAME",
+    "result_text",
+    "tool_entries",
+    "tool_result_json",
+]
+
+PRINCIPAL_SCOPE_KEY = "roundtable.principal"
+"""Where the HTTP authentication middleware leaves the principal in the ASGI scope."""
+
+SERVER_NAME = "roundtable"
+"""The ``serverInfo`` name."""
+
+INSTRUCTIONS = (
+    "Roundtable: proposals, votes and durable project memory for teams of coding agents. "
+    "Query memory for prior decisions and constraints before proposing work."
+)
+"""The server's instructions to its clients."""
+
+
+def tool_entries(
+    registry: ToolRegistry, principal: Principal | None, naming: ToolNaming
+) -> list[dict[str, Any]]:
+    """The ``tools/list`` entries ``principal`` may call, and nothing else, named as ``naming`` says."""
+    allowed = toolset_for(principal)
+    return [
+        {
+            "name": ToolNames.listed(spec.name, naming),
+            "title": spec.title,
+            "description": spec.description,
+            "inputSchema": spec.input_schema(),
+            "outputSchema": spec.output_schema(),
+            "annotations": {
+                "readOnlyHint": spec.read_only,
+                "destructiveHint": spec.destructive,
+                "idempotentHint": spec.idempotent,
+                "openWorldHint": False,
+            },
+        }
+        for spec in registry.specs()
+        if spec.name in allowed
+    ]
+
+
+def result_text(body: dict[str, Any]) -> str:
+    """A tool answer's JSON as text content.
+
+    Written by pydantic's serializer, several times faster than ``json.dumps`` on a large answer
+    (20 memory entries: ~35 kB); ``json.dumps`` takes what it refuses.
+    """
+    try:
+        return pydantic_core.to_json(body).decode()
+    except (pydantic_core.PydanticSerializationError, UnicodeDecodeError):
+        return json.dumps(body, ensure_ascii=False, sort_keys=True)
+
+
+def tool_result_json(body: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
+    """A ``tools/call`` result: the answer as ``structuredContent`` and the same JSON as text content."""
+    return {
+        "content": [{"type": "text", "text": result_text(body)}],
+        "structuredContent": body,
+        "isError": is_error,
+    }
