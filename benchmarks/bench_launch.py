@@ -11,7 +11,9 @@ Each repetition runs, in turn (interleaved, so drift on a shared machine hits al
 Prints medians and p95 beside the baseline, then the median time of each launcher phase. With
 ``--build`` it also times the role image build: a forced rebuild (wheels and ``docker build``; the
 debootstrap base is reused when present) and the no-op check that follows it.
-Usage: ``python -m benchmarks.bench_launch [--repeat N] [--image TAG] [--build]``.
+With ``--backend both`` (the default) the launcher runs twice per repetition, once over the lean
+Engine API backend and once over the docker SDK's, so the two compare in the same run.
+Usage: ``python -m benchmarks.bench_launch [--repeat N] [--image TAG] [--backend lean|sdk|both] [--build]``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ import anyio.to_thread
 from benchmarks._timing import Timing
 from store import init_project, open_store
 from store.config import package_version
+from supervisor.docker._backend import DockerBackend
+from supervisor.docker._client import DockerClient
+from supervisor.docker._engine_api import EngineApiBackend
 from supervisor.docker._launcher import DockerLauncher
 from supervisor.launch._runtime_dir import RuntimeRoot
 from supervisor.launch._spec import LaunchLimits, LaunchPhase, LaunchSpec
@@ -71,15 +76,32 @@ async def _timed_cli(argv: list[str]) -> float:
     return elapsed
 
 
-async def _main(repeat: int, image: str) -> None:
+def _sdk_backend() -> DockerBackend:
+    from supervisor.docker._sdk import SdkDockerBackend
+
+    return SdkDockerBackend()
+
+
+_BACKENDS = {"lean": EngineApiBackend, "sdk": _sdk_backend}
+
+
+async def _main(repeat: int, image: str, backends: list[str]) -> None:
     with tempfile.TemporaryDirectory(prefix="rt-bench-", dir="/tmp") as tmp:
         paths, _ = init_project(Path(tmp) / "proj")
         store = open_store(paths)
         runtime = RuntimeRoot("rtbench", base=Path(tmp) / "rt")
-        launcher = DockerLauncher(store.launches, supervisor_id="rtbench", runtime=runtime)
+        launchers = {
+            name: DockerLauncher(
+                store.launches,
+                supervisor_id="rtbench",
+                runtime=runtime,
+                docker=DockerClient(_BACKENDS[name]),
+            )
+            for name in backends
+        }
         phases: dict[str, list[float]] = defaultdict(list)
 
-        async def launch() -> float:
+        async def launch(launcher: DockerLauncher) -> float:
             start = time.perf_counter()
             record = await store.db.run(
                 store.launches.request,
@@ -115,29 +137,33 @@ async def _main(repeat: int, image: str) -> None:
             return time.perf_counter() - start
 
         try:
-            await launcher.docker.ping()
-            # Warm-up: page in the image, the CLI and the SDK's connection pool.
+            # Warm-up: page in the image, the CLI and each backend's connections.
             await _timed_cli(_bare(image))
             await _timed_cli(_hardened_cli(image))
-            await launch()
+            for launcher in launchers.values():
+                await launcher.docker.ping()
+                await launch(launcher)
             phases.clear()
             samples: dict[str, list[float]] = defaultdict(list)
             for _ in range(repeat):
                 samples["bare"].append(await _timed_cli(_bare(image)))
                 samples["hardened"].append(await _timed_cli(_hardened_cli(image)))
-                samples["launcher"].append(await launch())
+                for name, launcher in launchers.items():
+                    samples[name].append(await launch(launcher))
         finally:
-            await launcher.aclose()
+            for launcher in launchers.values():
+                await launcher.aclose()
             store.close()
 
     baseline = Timing("docker run --rm IMAGE --version (baseline)", samples["bare"])
     hardened = Timing("docker run --rm + every hardening flag", samples["hardened"])
-    ours = Timing("DockerLauncher.run (record, dir, token, remove)", samples["launcher"])
+    ours = [Timing(f"DockerLauncher.run, {name} backend", samples[name]) for name in backends]
     print(f"role launch, no-op ({image}), {repeat} interleaved repetitions")
-    for timing in (baseline, hardened, ours):
+    for timing in (baseline, hardened, *ours):
         print(timing.line(baseline))
-    print(f"launcher vs hardened docker run: x{ours.median / hardened.median:.2f}")
-    print("launcher phases (median time from the previous phase):")
+    for name, timing in zip(backends, ours, strict=True):
+        print(f"launcher ({name}) vs hardened docker run: x{timing.median / hardened.median:.2f}")
+    print("launcher phases, all backends (median time from the previous phase):")
     for phase, what in _PHASES.items():
         values = phases.get(str(phase), [])
         median = f"{statistics.median(values) * 1000:9.1f} ms" if values else "        -"
@@ -149,12 +175,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
+    parser.add_argument("--backend", choices=["lean", "sdk", "both"], default="both")
     parser.add_argument("--build", action="store_true", help="also time a forced image rebuild and a no-op")
     args = parser.parse_args()
     configure_logging(verbose=False, json_logs=True)
     if args.build:
         _time_image_build()
-    anyio.run(_main, args.repeat, args.image)
+    backends = ["lean", "sdk"] if args.backend == "both" else [args.backend]
+    anyio.run(_main, args.repeat, args.image, backends)
 
 
 def _time_image_build() -> None:

@@ -1,10 +1,17 @@
 """The blocking Docker engine calls Roundtable makes, and which of their failures are worth retrying.
 
 :class:`DockerBackend` is the handful of blocking engine calls the launcher and the reaper need.
-:class:`SdkDockerBackend` implements it with the docker SDK; :mod:`tests.fakes.docker_engine` implements
-it in memory with injected faults, for tests only. Backends raise the SDK's own exceptions
-(``docker.errors.APIError``, ``requests`` connection errors), so the layer above,
-:class:`supervisor.docker._client.DockerClient`, is tested against exactly what the SDK raises.
+:class:`supervisor.docker._engine_api.EngineApiBackend` implements it over the engine's HTTP API on
+its Unix socket with the standard library alone (the production default); the docker SDK's
+:class:`supervisor.docker._sdk.SdkDockerBackend` implements it for any other ``DOCKER_HOST``;
+:mod:`tests.fakes.docker_engine` implements it in memory with injected faults, for tests only.
+A backend raises :class:`EngineApiError` (or the SDK's ``docker.errors.APIError``) when the engine
+answers with an error status, and a :class:`ConnectionError`/:class:`TimeoutError` (or the
+``requests`` equivalents) when it cannot be reached, so the layer above,
+:class:`supervisor.docker._client.DockerClient`, treats both backends alike.
+
+This module imports neither ``docker`` nor ``requests``: it recognises their exceptions only when
+something else has imported them already (no object of a never-imported class can exist).
 
 :func:`is_transient` tells that layer which of those exceptions a retry may cure: lost connections,
 timeouts and the engine's HTTP 500, 502, 503 and 504 answers. :func:`is_connection_failure` singles
@@ -13,25 +20,36 @@ out the ones where the engine was never reached at all.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import docker
-import docker.errors
-import requests.exceptions
-
 __all__ = [
     "ContainerSummary",
     "DockerBackend",
-    "SdkDockerBackend",
+    "EngineApiError",
+    "error_status",
     "exception_chain",
     "is_connection_failure",
     "is_transient",
 ]
 
 _TRANSIENT_STATUS = frozenset({500, 502, 503, 504})
-_API_TIMEOUT = 60.0
+
+
+class EngineApiError(Exception):
+    """The engine answered an error ``status`` with ``explanation`` (its JSON ``message``)."""
+
+    def __init__(self, status: int, explanation: str, *, operation: str = ""):
+        super().__init__(f"{status} {operation}: {explanation}" if operation else f"{status}: {explanation}")
+        self.status = status
+        self.explanation = explanation
+
+    @property
+    def image_not_found(self) -> bool:
+        """Whether this is a create's 404 for a missing image (not for a missing container)."""
+        return self.status == 404 and "no such image" in self.explanation.lower()
 
 
 @dataclass(frozen=True)
@@ -45,7 +63,7 @@ class ContainerSummary:
 
 
 class DockerBackend(Protocol):
-    """The blocking engine calls Roundtable makes; implementations raise the docker SDK's errors."""
+    """The blocking engine calls Roundtable makes; an error answer raises :class:`EngineApiError`."""
 
     def ping(self) -> None:
         """Raise unless the engine answers."""
@@ -84,83 +102,33 @@ class DockerBackend(Protocol):
         """Release the connection pool."""
 
 
-class SdkDockerBackend:
-    """:class:`DockerBackend` over the docker SDK (``docker.from_env`` unless a ``base_url`` is given).
-
-    Each method does what the protocol method of the same name documents.
-    """
-
-    def __init__(self, base_url: str | None = None, *, timeout: float = _API_TIMEOUT):
-        # Constructing the client asks the engine for its API version, so this raises when it is down.
-        if base_url is None:
-            self._client = docker.from_env(timeout=timeout)
-        else:
-            self._client = docker.DockerClient(base_url=base_url, timeout=timeout)
-        self._api = self._client.api
-
-    def ping(self) -> None:
-        self._client.ping()
-
-    def engine_id(self) -> str:
-        info = self._client.info()
-        return str(info.get("ID") or info.get("Name") or "")
-
-    def create(self, kwargs: Mapping[str, Any]) -> str:
-        return str(self._client.containers.create(**kwargs).id)
-
-    def start(self, container: str) -> None:
-        self._api.start(container)
-
-    def wait(self, container: str, timeout: float) -> int | None:
-        try:
-            result = self._api.wait(container, timeout=max(timeout, 0.001))
-        except requests.exceptions.ReadTimeout:
-            return None
-        except requests.exceptions.ConnectionError as exc:
-            # urllib3 can report a read timeout wrapped in a connection error.
-            if "read timed out" in str(exc).lower():
-                return None
-            raise
-        return int(result["StatusCode"])
-
-    def kill(self, container: str) -> None:
-        self._api.kill(container)
-
-    def inspect(self, container: str) -> dict[str, Any]:
-        return dict(self._api.inspect_container(container))
-
-    def logs(self, container: str, *, tail_lines: int) -> Iterator[bytes]:
-        # Not streamed: on an error answer (a container removed from outside, say) the SDK raises
-        # before handing back a streamed response, which then keeps its socket open. The engine
-        # caps a role's log file at 1 MB (LOG_CONFIG), so the whole tail fits in memory.
-        data = self._api.logs(
-            container, stdout=True, stderr=True, stream=False, follow=False, tail=tail_lines
-        )
-        yield data if isinstance(data, bytes) else str(data).encode()
-
-    def remove(self, container: str) -> None:
-        self._api.remove_container(container, force=True, v=True)
-
-    def update_cpu_shares(self, container: str, shares: int) -> None:
-        self._api.update_container(container, cpu_shares=shares)
-
-    def list_labelled(self, label: str) -> list[ContainerSummary]:
-        rows = self._api.containers(all=True, filters={"label": label})
-        return [
-            ContainerSummary(
-                id=str(row["Id"]),
-                name=str((row.get("Names") or ["?"])[0]).lstrip("/"),
-                labels=dict(row.get("Labels") or {}),
-                state=str(row.get("State") or ""),
-            )
-            for row in rows
-        ]
-
-    def close(self) -> None:
-        self._client.close()
-
-
 # -- failure classification ---------------------------------------------------------------------------
+
+
+def _sdk_api_error() -> type[BaseException] | None:
+    errors = sys.modules.get("docker.errors")
+    return None if errors is None else errors.APIError
+
+
+def _requests_errors() -> tuple[type[BaseException], ...]:
+    exceptions = sys.modules.get("requests.exceptions")
+    return () if exceptions is None else (exceptions.ConnectionError, exceptions.Timeout)
+
+
+def error_status(exc: BaseException) -> int | None:
+    """The engine's HTTP status ``exc`` carries (either backend's error type), else None."""
+    if isinstance(exc, EngineApiError):
+        return exc.status
+    sdk_error = _sdk_api_error()
+    if sdk_error is not None and isinstance(exc, sdk_error):
+        code = getattr(exc, "status_code", None)
+        return int(code) if code is not None else None
+    return None
+
+
+def _is_api_error(exc: BaseException) -> bool:
+    sdk_error = _sdk_api_error()
+    return isinstance(exc, EngineApiError) or (sdk_error is not None and isinstance(exc, sdk_error))
 
 
 def exception_chain(exc: BaseException) -> Iterator[BaseException]:
@@ -176,22 +144,14 @@ def exception_chain(exc: BaseException) -> Iterator[BaseException]:
 def is_transient(exc: BaseException) -> bool:
     """Whether retrying ``exc`` may succeed: lost connections, timeouts, 5xx answers of the engine."""
     for link in exception_chain(exc):
-        # APIError subclasses requests' HTTPError: look at its status before anything else.
-        if isinstance(link, docker.errors.APIError):
-            return link.status_code in _TRANSIENT_STATUS
-        if isinstance(
-            link,
-            requests.exceptions.ConnectionError
-            | requests.exceptions.Timeout
-            | ConnectionError
-            | TimeoutError,
-        ):
+        # The SDK's APIError subclasses requests' HTTPError: look at its status before anything else.
+        if _is_api_error(link):
+            return error_status(link) in _TRANSIENT_STATUS
+        if isinstance(link, (ConnectionError, TimeoutError, *_requests_errors())):
             return True
     return False
 
 
 def is_connection_failure(exc: BaseException) -> bool:
     """Whether ``exc`` is transient and the engine never answered (no HTTP status anywhere in its chain)."""
-    return not any(
-        isinstance(link, docker.errors.APIError) for link in exception_chain(exc)
-    ) and is_transient(exc)
+    return not any(_is_api_error(link) for link in exception_chain(exc)) and is_transient(exc)

@@ -1,8 +1,10 @@
 """The Docker engine behind a small async interface: worker threads, bounded retries, our errors.
 
-:class:`DockerClient` wraps a blocking :class:`~supervisor.docker._backend.DockerBackend` (the docker
-SDK in production, :mod:`tests.fakes.docker_engine` in tests). It runs every backend call in a worker
-thread behind an :class:`anyio.CapacityLimiter`, retries transient failures with tenacity (bounded
+:class:`DockerClient` wraps a blocking :class:`~supervisor.docker._backend.DockerBackend`: by default
+the one :func:`default_backend` picks (the lean :class:`~supervisor.docker._engine_api.EngineApiBackend`
+for a local ``unix://`` engine, the docker SDK's :class:`~supervisor.docker._sdk.SdkDockerBackend`
+for any other ``DOCKER_HOST``), :mod:`tests.fakes.docker_engine` in tests. It runs every backend call
+in a worker thread behind an :class:`anyio.CapacityLimiter`, retries transient failures with tenacity (bounded
 attempts, jittered exponential waits, see :class:`RetryPolicy`), and translates whatever is left at
 this boundary:
 
@@ -12,24 +14,29 @@ failure                                                 outcome
 connection refused/reset, socket missing, timeouts      retried; then :class:`DockerUnavailable`
 HTTP 500, 502, 503, 504 from the engine                 retried; then :class:`LaunchFailed`
 HTTP 404 image not found, 400, 409 and other 4xx        not retried: :class:`LaunchFailed`
-any other ``docker.errors`` or ``requests`` error       not retried: :class:`DockerUnavailable`
+any other ``docker.errors``/``requests``/``OSError``    not retried: :class:`DockerUnavailable`
 anything else a backend raises                          not retried: :class:`LaunchFailed`
 ======================================================  ==========================================
 
-Every translated error is chained to the original (``raise ... from``).
+Both backends' errors translate alike: an HTTP status comes from
+:class:`~supervisor.docker._backend.EngineApiError` or the SDK's ``APIError``
+(:func:`~supervisor.docker._backend.error_status`). This module imports ``docker`` and ``requests``
+only when the SDK backend is chosen. Every translated error is chained to the original
+(``raise ... from``).
 
 ``wait`` is not retried blindly: it waits until the container stops or the deadline passes, resuming
 after a transient error with whatever time remains. Blocking waits use their own limiter, so long
 waits never starve the short calls.
 
-The backend names (:class:`ContainerSummary`, :class:`DockerBackend`, :class:`SdkDockerBackend`,
-:func:`is_transient`) live in :mod:`supervisor.docker._backend` and are re-exported from here.
+The backend names (:class:`ContainerSummary`, :class:`DockerBackend`, :func:`is_transient`) live in
+:mod:`supervisor.docker._backend` and are re-exported from here.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -38,7 +45,6 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-import docker.errors
 import structlog
 from tenacity import (
     AsyncRetrying,
@@ -52,18 +58,19 @@ from store.errors import DockerUnavailable, LaunchFailed, RoundtableError
 from supervisor.docker._backend import (
     ContainerSummary,
     DockerBackend,
-    SdkDockerBackend,
+    error_status,
     exception_chain,
     is_connection_failure,
     is_transient,
 )
+from supervisor.docker._engine_api import EngineApiBackend, unix_socket_path
 
 __all__ = [
     "ContainerSummary",
     "DockerBackend",
     "DockerClient",
     "RetryPolicy",
-    "SdkDockerBackend",
+    "default_backend",
     "is_transient",
 ]
 
@@ -80,25 +87,39 @@ class RetryPolicy:
     max_wait: float = 2.0
 
 
-def _status(exc: BaseException) -> int | None:
-    if isinstance(exc, docker.errors.APIError):
-        code = exc.status_code
-        return int(code) if code is not None else None
-    return None
-
-
 def _is_gone(exc: BaseException) -> bool:
-    return isinstance(exc, docker.errors.NotFound)
+    return error_status(exc) == 404
 
 
 def _explain(exc: BaseException) -> str:
-    if isinstance(exc, docker.errors.APIError):
-        return str(exc.explanation or exc)
+    if error_status(exc) is not None:
+        return str(getattr(exc, "explanation", None) or exc)
     return str(exc) or type(exc).__name__
+
+
+def _image_not_found(exc: BaseException) -> bool:
+    """A create's 404 for a missing image (the SDK raises its ``ImageNotFound`` for exactly that)."""
+    return error_status(exc) == 404 and "no such image" in _explain(exc).lower()
+
+
+def _docker_exception(exc: BaseException) -> bool:
+    errors = sys.modules.get("docker.errors")
+    return errors is not None and isinstance(exc, errors.DockerException)
 
 
 def _engine_address() -> str:
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+def default_backend() -> DockerBackend:
+    """The backend for the engine ``DOCKER_HOST`` names: the lean Engine API one for a ``unix://``
+    socket (the default), the docker SDK's for any other address (``tcp://``, ``ssh://``...)."""
+    path = unix_socket_path(_engine_address())
+    if path is not None:
+        return EngineApiBackend(path)
+    from supervisor.docker._sdk import SdkDockerBackend  # imports docker and requests: only here
+
+    return SdkDockerBackend()
 
 
 def _release_sockets(exc: BaseException) -> None:
@@ -122,18 +143,18 @@ def _translate(exc: BaseException, what: str) -> RoundtableError:
     if isinstance(exc, RoundtableError):
         return exc
     _release_sockets(exc)
-    status = _status(exc)
+    status = error_status(exc)
     details: dict[str, Any] = {"operation": what}
     if status is not None:
         details["status"] = status
-    if isinstance(exc, docker.errors.ImageNotFound):
+    if _image_not_found(exc):
         return LaunchFailed(
             f"{what}: image not found ({_explain(exc)}); build it with `roundtable image build`",
             details=details,
         )
     if status is not None:
         return LaunchFailed(f"{what}: the Docker engine answered {status}: {_explain(exc)}", details=details)
-    if is_connection_failure(exc) or isinstance(exc, docker.errors.DockerException | OSError):
+    if is_connection_failure(exc) or _docker_exception(exc) or isinstance(exc, OSError):
         return DockerUnavailable(
             f"cannot reach the Docker engine at {_engine_address()} ({what}: {_explain(exc)}); "
             "is it running, and may this user use its socket?",
@@ -150,9 +171,9 @@ def _create_or_adopt(backend: DockerBackend, kwargs: Mapping[str, Any]) -> str:
     """
     try:
         return backend.create(kwargs)
-    except docker.errors.APIError as exc:
+    except Exception as exc:
         name = kwargs.get("name")
-        if exc.status_code != 409 or not name:
+        if error_status(exc) != 409 or not name:
             raise
         existing = backend.inspect(str(name))
         labels = (existing.get("Config") or {}).get("Labels") or {}
@@ -177,7 +198,7 @@ class DockerClient:
 
     def __init__(
         self,
-        backend_factory: Callable[[], DockerBackend] = SdkDockerBackend,
+        backend_factory: Callable[[], DockerBackend] = default_backend,
         *,
         retry: RetryPolicy | None = None,
         max_threads: int = 4,
@@ -279,8 +300,8 @@ class DockerClient:
         def kill(backend: DockerBackend) -> None:
             try:
                 backend.kill(container)
-            except docker.errors.APIError as exc:
-                if not (_is_gone(exc) or exc.status_code == 409):  # 409: is not running
+            except Exception as exc:
+                if error_status(exc) not in (404, 409):  # 404: gone; 409: is not running
                     raise
 
         await self._call(f"killing container {container[:12]}", kill)
@@ -302,10 +323,10 @@ class DockerClient:
         def remove(backend: DockerBackend) -> bool:
             try:
                 backend.remove(container)
-            except docker.errors.APIError as exc:
+            except Exception as exc:
                 if _is_gone(exc):
                     return False
-                if exc.status_code == 409 and "in progress" in _explain(exc).lower():
+                if error_status(exc) == 409 and "in progress" in _explain(exc).lower():
                     return True  # another remove of the same container is under way
                 raise
             return True

@@ -192,15 +192,13 @@ def container_kwargs(
     ``pool_owner`` marks a warm pool's container (label :data:`LABEL_POOL`): its spec names a pool
     slot, not a launch, until a launch claims it; it waits at the lowest CPU weight
     (:data:`POOL_CPU_SHARES`)."""
-    # Imported here, not with the package: the spec, its limits and the runtime directory are
-    # used where the Docker SDK is not needed (doctor's runtime-dir check, the CLI).
-    from docker.types import LogConfig, Mount, Ulimit
-
+    # Plain Engine API shapes (no docker.types): both backends take them as they are, and building
+    # them imports nothing.
     limits = spec.limits
-    mounts = []
+    mounts: list[dict[str, Any]] = []
     if spec.runtime_dir is not None:
         mounts.append(
-            Mount(target=CONTAINER_MOUNT, source=str(spec.runtime_dir), type="bind", read_only=True)
+            {"Target": CONTAINER_MOUNT, "Source": str(spec.runtime_dir), "Type": "bind", "ReadOnly": True}
         )
     return {
         "image": spec.image,
@@ -228,13 +226,13 @@ def container_kwargs(
         "pids_limit": limits.pids,
         # msgqueue 0: no POSIX message queues, so /dev/mqueue takes no writes either.
         "ulimits": [
-            Ulimit(name="nofile", soft=limits.nofile, hard=limits.nofile),
-            Ulimit(name="msgqueue", soft=0, hard=0),
+            {"Name": "nofile", "Soft": limits.nofile, "Hard": limits.nofile},
+            {"Name": "msgqueue", "Soft": 0, "Hard": 0},
         ],
         "ipc_mode": "none",  # no /dev/shm: with a read-only root, /tmp is the only writable place
         "init": True,
         "mounts": mounts,
-        "log_config": LogConfig(type=LOG_CONFIG["type"], config=LOG_CONFIG["config"]),
+        "log_config": {"Type": LOG_CONFIG["type"], "Config": LOG_CONFIG["config"]},
         **({"cpu_shares": POOL_CPU_SHARES} if pool_owner is not None else {}),
     }
 

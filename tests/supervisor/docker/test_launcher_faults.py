@@ -18,8 +18,9 @@ import pytest
 from store import Conflict, DockerUnavailable, InvalidArgument, LaunchFailed, Store, list_events
 from store.config import RoleConfig
 from store.launches._store import MAX_LOG_TAIL_BYTES, LaunchStatus
-from supervisor.docker._client import DockerClient, SdkDockerBackend, is_transient
+from supervisor.docker._client import DockerClient, is_transient
 from supervisor.docker._launcher import DockerLauncher
+from supervisor.docker._sdk import SdkDockerBackend
 from supervisor.launch._spec import (
     CONTAINER_USER,
     LABEL_LAUNCH,
