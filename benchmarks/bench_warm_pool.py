@@ -10,12 +10,14 @@ In one run, on one project whose ``roundtable serve`` keeps ``--pool`` container
   together), each from a full pool of 8 (``max_concurrent_launches`` 8), interleaved over rounds.
 
 Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of
-8 at once over 8 in turn (goal >= 3). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve and the
+8 at once over 8 in turn (goal >= 3). ``--cpu`` also prints where the CPU of the 8-at-once rounds
+went, per launch: the serve, the 8 commands, the containers, the engine's daemons, the rest of the
+machine (:class:`benchmarks._cpu.CpuMeter`). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve and the
 command of that source tree (``PYTHONPATH``) with that role image (default ``--image``), each on its
 own project and serve, interleaved with the others in every repetition: two checkouts (before and
 after a change) are compared in one run, against the same bare runs of ``--image``. Usage:
 ``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG] [--tree DIR[@IMAGE]
-...]``; needs the Docker engine and a role image with the claim wait (``roles/_claim.py``; the
+...] [--cpu]``; needs the Docker engine and a role image with the claim wait (``roles/_claim.py``; the
 default is the configured one, ``roundtable-role:<version>``).
 """
 
@@ -39,6 +41,7 @@ from typing import IO
 
 import anyio
 
+from benchmarks._cpu import CpuMeter
 from capabilities.services import Services
 from store import ProjectPaths, init_project, open_store
 from store.config import package_version
@@ -159,6 +162,7 @@ class _Tree:
         self.warm: list[float] = []
         self.in_turn: list[float] = []
         self.at_once: list[float] = []
+        self.cpu = CpuMeter({})
 
     def launch(self) -> subprocess.Popen[str]:
         return _launch(self.root, self.tree, next(self.proposals))
@@ -175,8 +179,9 @@ def _rounds(tree: _Tree) -> None:
         _finish(tree.launch())
     tree.in_turn.append(time.perf_counter() - started)
     tree.ready()
-    started = time.perf_counter()
-    tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
+    with tree.cpu.measure():
+        started = time.perf_counter()
+        tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
 
 
 def main() -> None:
@@ -187,6 +192,7 @@ def main() -> None:
     parser.add_argument("--image", default=f"roundtable-role:{package_version()}")
     parser.add_argument("--pool", type=int, default=_BATCH, help="[supervisor] warm_pool of the serve")
     parser.add_argument("--tree", action="append", help="DIR[@IMAGE]: a source tree (default: this one)")
+    parser.add_argument("--cpu", action="store_true", help="where the CPU of the 8-at-once rounds went")
     args = parser.parse_args()
     bare: list[float] = []
     trees: list[_Tree] = []
@@ -200,7 +206,7 @@ def main() -> None:
             made = iter(anyio.run(_proposals, paths, needed))
             trees.append(_Tree(Path(source).resolve(), image or args.image, root, made))
         for tree in trees:
-            stack.enter_context(_serve(tree.root, tree.tree))
+            tree.cpu.processes["serve"] = stack.enter_context(_serve(tree.root, tree.tree)).pid
         for tree in trees:
             tree.ready()
             _finish(tree.launch())  # a warm-up
@@ -224,6 +230,9 @@ def main() -> None:
         print(f"  {_BATCH} launches one after another (pool of {args.pool})   median {seq * 1000:8.1f} ms")
         print(f"  {_BATCH} launches at once                              median {par * 1000:8.1f} ms  "
               f"throughput x{seq / par:5.2f} (goal >= 3)")  # fmt: skip
+        if args.cpu:
+            print(f"  CPU per launch of the {_BATCH}-at-once rounds:")
+            print("\n".join(tree.cpu.report(_BATCH * len(tree.at_once), indent="    ")))
 
 
 if __name__ == "__main__":
