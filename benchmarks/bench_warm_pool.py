@@ -12,13 +12,13 @@ In one run, on one project whose ``roundtable serve`` keeps ``--pool`` container
 Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of
 8 at once over 8 in turn (goal >= 3). ``--cpu`` also prints where the CPU of the 8-at-once rounds
 went, per launch: the serve, the 8 commands, the containers, the engine's daemons, the rest of the
-machine (:class:`benchmarks._cpu.CpuMeter`). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve and the
-command of that source tree (``PYTHONPATH``) with that role image (default ``--image``), each on its
-own project and serve, interleaved with the others in every repetition: two checkouts (before and
-after a change) are compared in one run, against the same bare runs of ``--image``. Usage:
-``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG] [--tree DIR[@IMAGE]
-...] [--cpu]``; needs the Docker engine and a role image with the claim wait (``roles/_claim.py``; the
-default is the configured one, ``roundtable-role:<version>``).
+machine (:class:`benchmarks._cpu.CpuMeter`). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve
+and the command of that source tree (``PYTHONPATH``) with that role image (default ``--image``), each
+on its own project and serve, interleaved with the others in every repetition (each tree first in
+turn): two checkouts (before and after a change) are compared in one run, against the same bare runs
+of ``--image``. Usage: ``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG]
+[--tree DIR[@IMAGE] ...] [--cpu]``; needs the Docker engine and a role image with the claim wait
+(``roles/_claim.py``; the default is the configured one, ``roundtable-role:<version>``).
 """
 
 from __future__ import annotations
@@ -184,6 +184,13 @@ def _rounds(tree: _Tree) -> None:
         tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
 
 
+def _turn(trees: list[_Tree], number: int) -> list[_Tree]:
+    """The trees in the order of repetition ``number``, each first in turn: the one that runs after
+    another also meets the other's background work (its removals, its refills), so no tree always does."""
+    shift = number % len(trees)
+    return trees[shift:] + trees[:shift]
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -210,14 +217,14 @@ def main() -> None:
         for tree in trees:
             tree.ready()
             _finish(tree.launch())  # a warm-up
-        for _ in range(args.repeat):
+        for number in range(args.repeat):
             bare.append(_bare(args.image))
-            for tree in trees:
+            for tree in _turn(trees, number):
                 tree.ready()
                 started = time.perf_counter()
                 tree.warm.append(_timed([tree.launch()], started))
-        for _ in range(args.rounds):
-            for tree in trees:
+        for number in range(args.rounds):
+            for tree in _turn(trees, number):
                 _rounds(tree)
     base = statistics.median(bare)
     print(f"bare docker run --rm --network none (--version)    median {base * 1000:8.1f} ms  (n={len(bare)})")
