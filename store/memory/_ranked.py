@@ -215,10 +215,9 @@ def _count(stored: str, key: str) -> int | None:
     at = stored.find(key)
     if at < 0:
         return None
-    start = end = at + len(key)
-    while stored[end].isdigit():
-        end += 1
-    return int(stored[start:end])
+    start = at + len(key)
+    end = stored.find(",", start)  # the count ends at the next comma, or at the object's end
+    return int(stored[start : end if end >= 0 else len(stored) - 1])
 
 
 def _raised(value: float) -> float:
