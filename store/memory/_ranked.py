@@ -3,15 +3,22 @@
 The ranking is :mod:`store.memory._rank`'s function; this module finds its best entries without
 scoring every match. Every query term has a list (``memory_rank_postings``) that holds each entry
 of the term whose impact is above the term's ``bound`` (long lists are cut: :mod:`._rank_index`).
-One statement groups the lists' postings by entry and orders the entries by an **upper bound**:
-their impacts in the lists, and each term missing from an entry's postings at that term's bound
-(summed in SQL's order, raised by :func:`_raised` so rounding cannot make it lower). The search
-then settles entries in that order, :data:`BLOCK` at a time: an entry's exact score comes from
-its impacts in the lists, or, for a term missing from them whose list was cut, from its stored
-terms. Filters (and whether it is a summary) are looked up only for entries that could still
-place. It stops as soon as ``limit`` settled entries that count (pass the filters, are not
-summaries) score above the next upper bound, and above what an entry in no list at all may score
-(every term at its bound): no entry left can reach the last place, ties included.
+The lists are read whole (a list is at most ``2 * KEEP`` postings, however large the corpus),
+one plain ordered read each, into a map per term; no statement groups or sorts them. An entry's
+**upper bound** is its impacts in the lists plus, for each term whose list it is not in, that
+term's ``bound`` (0 for a whole list: it does not hold the term), summed as :func:`score` sums
+and raised by :func:`_raised`. The entries in one list only have a bound that falls with their
+one impact, so each list, walked in its own order and skipping the few entries in two lists or
+more, yields them best bound first; those few are sorted by their bounds; a lazy merge of these
+streams gives every entry of the lists best bound first, while only the entries it reaches are
+looked at. They are settled :data:`BLOCK` at a time: the exact score from the maps when every
+term is in the entry's lists or its list is whole, else from the entry's stored terms (one read
+of those rows, no JSON parsing); filters (and whether it is a summary) only for the entries
+that could still place. It stops as soon as ``limit`` settled entries that count (pass the
+filters, are not summaries) score above the next upper bound and above what an entry in no
+list at all may score (every term at its bound): no entry left can reach the last place, ties
+included. An early stop that drops a better entry would need a stream out of order, which the
+lists' order rules out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
 When the lists cannot settle it (an entry in no list could place, or fewer than ``limit`` entries
 count), and for ``limit`` 0 or a scope of fewer than :data:`NARROW` entries, every candidate row is
@@ -23,8 +30,10 @@ entries written before the index wait in ``memory_rank_backlog``, the query is a
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
@@ -79,66 +88,98 @@ class _Walk:
         self, conn: Any, terms: list[str], weights: list[float], bounds: list[float], filters: MemoryFilter
     ):
         self.conn, self.terms, self.weights, self.bounds, self.filters = conn, terms, weights, bounds, filters
-        self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
+        self.lists = [conn.execute(_LIST, (term,)).fetchall() for term in terms]
+        self.maps: list[dict[int, float]] = [{doc: value for value, doc in rows} for rows in self.lists]
+        self.multi: set[int] = set()  # the entries in two lists or more
+        keys = [found.keys() for found in self.maps]
+        for index, first in enumerate(keys):
+            for second in keys[index + 1 :]:
+                self.multi |= first & second
         self.exact: dict[int, float] = {}
+        self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
+        self.kth: float | None = None
+        self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def run(self) -> list[tuple[str, float]] | None:
         """The answer, or ``None`` when the lists cannot settle it and every match must be scored."""
         limit = self.filters.limit
-        unseen = _raised(score(self.weights, self.bounds))  # an entry in no list has at most this
-        cursor = self.conn.execute(*self._uppers())
-        kth: float | None = None
-        best: list[int] = []  # the entries that count, settled, that may place
-        while chunk := cursor.fetchmany(BLOCK):
-            if kth is not None and _raised(float(chunk[0][1])) < kth:
-                cursor.close()  # no entry from here on can reach the last place
-                return self._ordered(best)[:limit] if kth > unseen else None
-            self._settle(chunk)
-            hopeful = [int(row[0]) for row in chunk if kth is None or self.exact[int(row[0])] >= kth]
-            self._fetch_info(hopeful)
-            best = sorted([*best, *(doc for doc in hopeful if self._counts(doc))], key=self._rank)
-            if len(best) >= limit:
-                kth = self.exact[best[limit - 1]]
-                best = [doc for doc in best if self.exact[doc] >= kth]  # the limit-th and its ties
-        if kth is not None and kth > unseen:
-            return self._ordered(best)[:limit]
+        unseen = _raised(score(self.weights, [bound or None for bound in self.bounds]))  # in no list
+        candidates = heapq.merge(self._shared(), *(self._alone(index) for index in range(len(self.lists))))
+        while chunk := list(itertools.islice(candidates, BLOCK)):
+            if self.kth is not None and _raised(-chunk[0][0]) < self.kth:
+                break  # no entry left in the lists can reach the last place
+            self._settle([doc for upper, doc in chunk if self.kth is None or _raised(-upper) >= self.kth])
+        if self.kth is not None and self.kth > unseen:
+            return self._ordered(self.best)[:limit]
         if any(self.bounds):
-            return None
-        everything = list(self.exact)  # every list whole, every entry of them settled
-        self._fetch_info(everything)
+            return None  # an entry below a cut, or in no list, could still place
+        everything = list(self.exact)  # every list whole: every match settled
         return self._ordered([doc for doc in everything if self.info[doc] is not None])[:limit]
+
+    def _upper(self, impacts: list[float | None]) -> float:
+        """The most an entry with these impacts in the lists (``None``: not in that list) may
+        score: each term it is missing from at that term's bound (summed as :func:`score` sums)."""
+        return score(
+            self.weights,
+            [
+                bound or None if value is None else value
+                for value, bound in zip(impacts, self.bounds, strict=True)
+            ],
+        )
+
+    def _shared(self) -> list[tuple[float, int]]:
+        """``(-upper bound, doc)`` of the entries in two lists or more, best first."""
+        return sorted((-self._upper([found.get(doc) for found in self.maps]), doc) for doc in self.multi)
+
+    def _alone(self, index: int) -> Iterator[tuple[float, int]]:
+        """``(-upper bound, doc)`` of the entries in list ``index`` alone, best first: in the
+        list's own order, as their bound grows with their one impact."""
+        impacts: list[float | None] = [None] * len(self.lists)
+        for value, doc in self.lists[index]:
+            if doc not in self.multi:
+                impacts[index] = value
+                yield -self._upper(impacts), doc
+
+    def _settle(self, docs: list[int]) -> None:
+        """The exact scores of ``docs``: from the lists' impacts when those are all of theirs (in
+        a list or without its term), else from their stored terms; then the filters of those
+        that may place."""
+        probe = []
+        for doc in docs:
+            impacts = [found.get(doc) for found in self.maps]
+            if all(value is not None or not bound for value, bound in zip(impacts, self.bounds, strict=True)):
+                self.exact[doc] = score(self.weights, impacts)
+            else:
+                probe.append(doc)
+        if probe:
+            self._probe(probe)
+        hopeful = [doc for doc in docs if self.kth is None or self.exact[doc] >= self.kth]
+        self._fetch(hopeful)
+        best = sorted([*self.best, *(doc for doc in hopeful if self._counts(doc))], key=self._rank)
+        limit = self.filters.limit
+        if len(best) >= limit:
+            self.kth = self.exact[best[limit - 1]]
+            best = [doc for doc in best if self.exact[doc] >= self.kth]  # the limit-th and its ties
+        self.best = best
 
     def _rank(self, doc: int) -> tuple[float, int]:
         return -self.exact[doc], doc
-
-    def _uppers(self) -> tuple[str, dict[str, Any]]:
-        """Every entry of the lists, best upper bound first: ``(doc, upper bound, impact in each
-        list or NULL)``. The bound counts each term missing from the entry's postings at its
-        ``bound`` (a sum in SQL's order, which :func:`_raised` allows for)."""
-        params: dict[str, Any] = {}
-        seen, missing, impacts = [], [], []
-        for index, (term, weight, bound) in enumerate(
-            zip(self.terms, self.weights, self.bounds, strict=True)
-        ):
-            params.update({f"t{index}": term, f"w{index}": weight, f"b{index}": weight * bound})
-            seen.append(f"WHEN :t{index} THEN :w{index} * impact")
-            missing.append(f"WHEN :t{index} THEN :b{index}")
-            impacts.append(f"max(CASE term WHEN :t{index} THEN impact END)")
-        absent = " + ".join(f":b{index}" for index in range(len(self.terms)))
-        marks = ", ".join(f":t{index}" for index in range(len(self.terms)))
-        upper = f"sum(CASE term {' '.join(seen)} END) + ({absent}) - sum(CASE term {' '.join(missing)} END)"
-        sql = (
-            f"SELECT doc, {upper} AS upper, {', '.join(impacts)} FROM memory_rank_postings"
-            f" WHERE term IN ({marks}) GROUP BY doc ORDER BY upper DESC, doc"
-        )
-        return sql, params
 
     def _counts(self, doc: int) -> bool:
         """Whether ``doc`` passes the filters and is not a summary."""
         info = self.info.get(doc)
         return info is not None and not info[0]
 
-    def _fetch_info(self, docs: Sequence[int]) -> None:
+    def _probe(self, docs: list[int]) -> None:
+        """The exact scores of ``docs`` from their stored terms."""
+        keys = _keys(self.terms)
+        sql = f"SELECT doc, length, terms FROM memory_rank_docs WHERE doc IN ({_marks(len(docs))})"
+        for doc, length, stored in self.conn.execute(sql, docs):
+            self.exact[int(doc)] = score(self.weights, _impacts(keys, int(length), stored))
+
+    def _fetch(self, docs: Sequence[int]) -> None:
+        """Whether each of ``docs`` passes the filters, and whether it is a summary, its importance
+        and its ID."""
         wanted = [doc for doc in docs if doc not in self.info]
         if not wanted:
             return
@@ -156,29 +197,27 @@ class _Walk:
         for doc, summary, importance, entry_id in self.conn.execute(sql, params):
             self.info[int(doc)] = (bool(summary), int(importance), str(entry_id))
 
-    def _settle(self, rows: Sequence[Any]) -> None:
-        """The exact scores of the entries of ``rows`` (from :meth:`_uppers`): their impacts in
-        the lists, and for a term missing from them whose list was cut, from their stored terms."""
-        probe = []
-        for doc, _, *impacts in rows:
-            if any(value is None and bound for value, bound in zip(impacts, self.bounds, strict=True)):
-                probe.append(int(doc))
-            else:
-                self.exact[int(doc)] = score(self.weights, [None if v is None else float(v) for v in impacts])
-        if not probe:
-            return
-        params: dict[str, Any] = {f"p{i}": f"$.{term}" for i, term in enumerate(self.terms)}
-        params.update({f"d{i}": doc for i, doc in enumerate(probe)})
-        tfs = ", ".join(f"json_extract(terms, :p{i})" for i in range(len(self.terms)))
-        marks = ", ".join(f":d{i}" for i in range(len(probe)))
-        sql = f"SELECT doc, length, {tfs} FROM memory_rank_docs WHERE doc IN ({marks})"
-        for doc, length, *counts in self.conn.execute(sql, params).fetchall():
-            impacts = [None if tf is None else impact(int(tf), int(length)) for tf in counts]
-            self.exact[int(doc)] = score(self.weights, impacts)
-
     def _ordered(self, docs: list[int]) -> list[tuple[str, float]]:
-        self._fetch_info(docs)
+        self._fetch(docs)
         return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
+
+
+_LIST = "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc"
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" * count)
+
+
+def _count(stored: str, key: str) -> int | None:
+    """The count of the term whose JSON key (with its colon) is ``key`` in an entry's stored
+    terms (a JSON object of term counts, whose keys hold no quote), or ``None``."""
+    at = stored.find(key)
+    if at < 0:
+        return None
+    start = at + len(key)
+    end = stored.find(",", start)  # the count ends at the next comma, or at the object's end
+    return int(stored[start : end if end >= 0 else len(stored) - 1])
 
 
 def _raised(value: float) -> float:
@@ -191,8 +230,14 @@ def _ordered(found: list[tuple[float, tuple[bool, int, str]]]) -> list[tuple[str
     return [(entry_id, -negated) for _, negated, _, entry_id in keys]
 
 
-def _impacts(terms: Sequence[str], length: int, counts: dict[str, int]) -> list[float | None]:
-    return [impact(counts[term], length) if term in counts else None for term in terms]
+def _impacts(keys: Sequence[str], length: int, stored: str) -> list[float | None]:
+    """The impacts of the terms whose JSON keys are ``keys`` in an entry's stored terms."""
+    return [None if tf is None else impact(tf, length) for tf in (_count(stored, key) for key in keys)]
+
+
+def _keys(terms: Sequence[str]) -> list[str]:
+    """The terms as the keys (with their colon) of an entry's stored terms."""
+    return [json.dumps(term, ensure_ascii=False) + ":" for term in terms]
 
 
 def _evaluate(
@@ -200,9 +245,10 @@ def _evaluate(
 ) -> list[tuple[str, float]]:
     """Every match of ``terms`` that passes ``filters``, scored from the stored terms, in order."""
     where, params = _where(filters)
+    keys = _keys(terms)
     tests = []
-    for index, term in enumerate(terms):
-        params[f"t{index}"] = json.dumps(term, ensure_ascii=False) + ":"
+    for index, key in enumerate(keys):
+        params[f"t{index}"] = key
         tests.append(f"instr(d.terms, :t{index}) > 0")
     where.append(f"({' OR '.join(tests)})")
     sql = (
@@ -211,7 +257,7 @@ def _evaluate(
     )
     found = []
     for length, stored, summary, importance, entry_id in conn.execute(sql, params):
-        impacts = _impacts(terms, int(length), json.loads(stored))
+        impacts = _impacts(keys, int(length), stored)
         if any(value is not None for value in impacts):
             found.append((score(weights, impacts), (bool(summary), int(importance), str(entry_id))))
     ordered = _ordered(found)

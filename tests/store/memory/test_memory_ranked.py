@@ -202,3 +202,108 @@ def test_entries_older_than_the_index_are_ranked_directly_then_indexed_when_the_
 
 def _backlog(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT count(*) FROM memory_rank_backlog").fetchone()[0])
+
+
+def _ranked_pairs(store: Store, query: str, **options: Any) -> list[tuple[str, float | None]]:
+    return [(e.id, e.score) for e in store.memory.query(query, match="ranked", **options)]
+
+
+def test_an_entry_middling_in_two_lists_beats_the_heads_of_each(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trap of an early stop: the best entry is in neither list's head, only high in their sum.
+    The walk (not the fallback) must find it, one entry settled at a time."""
+    monkeypatch.setattr(_ranked, "BLOCK", 1)
+    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    fields = {"scope": "project", "kind": "fact", "importance": 1}
+    heads = [{**fields, "title": word * 3 + " filler", "body_md": "x"} for word in ("alpha ", "beta ")]
+    tails = [
+        {**fields, "title": f"{word} " + "pad " * n, "body_md": "y"}
+        for n in range(40)
+        for word in ("alpha", "beta")
+    ]
+    both = {**fields, "title": "alpha beta alpha beta", "body_md": "z"}
+    stored = store.memory.record_many([*heads, *tails, both], actor="op")
+    top = _ranked_pairs(store, "alpha beta", limit=1)
+    assert top == _expected(store, "alpha beta", {"limit": 1})
+    assert top[0][0] == stored[-1].id
+    for limit in (2, 3, 7):
+        assert _ranked_pairs(store, "alpha beta", limit=limit) == _expected(
+            store, "alpha beta", {"limit": limit}
+        )
+
+
+def test_an_entry_below_every_cut_is_not_dropped_by_the_walk(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lists cut to their best few: an entry holding both terms below both cuts (in no list) can
+    outscore every entry of the lists, so the walk must not answer from them alone."""
+    monkeypatch.setattr(_rank_index, "KEEP", 2)
+    monkeypatch.setattr(_ranked, "BLOCK", 1)
+    fields = {"scope": "project", "kind": "fact", "importance": 1}
+    singles = [
+        {**fields, "title": f"{word} {word}", "body_md": "q"} for _ in range(6) for word in ("alpha", "beta")
+    ]
+    hidden = {**fields, "title": "alpha beta " + "pad " * 60, "body_md": "r"}
+    stored = store.memory.record_many([*singles, hidden], actor="op")
+    bounds = store.db.read(
+        lambda conn: conn.execute(
+            "SELECT count(*) FROM memory_rank_terms WHERE bound > 0 AND term IN ('alpha', 'beta')"
+        ).fetchone()[0]
+    )
+    assert bounds == 2  # both lists were cut
+    for limit in (1, 3, 13):
+        assert _ranked_pairs(store, "alpha beta", limit=limit) == _expected(
+            store, "alpha beta", {"limit": limit}
+        )
+    assert stored[-1].id in [entry_id for entry_id, _ in _ranked_pairs(store, "alpha beta", limit=13)]
+
+
+def _no_fallback(*args: Any) -> Any:
+    raise AssertionError("the walk should have settled this query from the lists")
+
+
+_SKEWED = st.lists(
+    st.tuples(st.integers(0, 4), st.integers(0, 4), st.integers(0, 4), st.integers(0, 30)),
+    min_size=1,
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), shapes=_SKEWED)
+def test_the_walk_stops_only_when_no_entry_left_can_place(
+    shared_store: Store, data: st.DataObject, shapes: list[tuple[int, int, int, int]]
+) -> None:
+    """Entries holding each of three terms 0 to 4 times among up to 30 other words (so impacts
+    vary with both), whole lists, one to three entries settled at a time: the walk alone answers
+    (no fallback), and exactly what the reference does, for every limit and filter."""
+    store = shared_store
+    _reset(store)
+    entries = [
+        {
+            "scope": data.draw(st.sampled_from(["project", "T-1"])),
+            "kind": data.draw(st.sampled_from(["fact", "fact", "summary"])),
+            "title": " ".join(["alpha"] * a + ["beta"] * b + ["gamma"] * c + ["pad"] * pad) or "pad",
+            "body_md": "x",
+            "importance": data.draw(st.sampled_from([1, 2])),
+        }
+        for a, b, c, pad in shapes
+    ]
+    store.memory.record_many(entries, actor="op")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 3])))
+        patch.setattr(_ranked, "NARROW", 0)
+        patch.setattr(_ranked, "_evaluate", _no_fallback)
+        for _ in range(3):
+            query = " ".join(
+                data.draw(st.lists(st.sampled_from(["alpha", "beta", "gamma"]), min_size=1, max_size=3))
+            )
+            options = {
+                "limit": data.draw(st.sampled_from([1, 2, 3, 5])),
+                "scope": data.draw(st.sampled_from([None, "T-1"])),
+            }
+            assert _ranked_pairs(store, query, **options) == _expected(store, query, options), (
+                query,
+                options,
+            )
