@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx2
 import structlog
 
 from store import parse_decimal, parse_json
@@ -33,6 +32,7 @@ from store.config import OpenAIProviderConfig
 from store.errors import BudgetExhausted, InvalidArgument, ModelError, ModelUnavailable, RoundtableError
 
 if TYPE_CHECKING:  # Starlette is imported when a launch that uses the model builds its route
+    import httpx2
     from starlette.requests import Request
     from starlette.responses import JSONResponse
     from starlette.routing import Route
@@ -146,6 +146,8 @@ class ModelGateway:
         # Until the server says otherwise, assume the whole allowance was spent.
         prompt, completion = 0, allowance
         server = self.config.base_url
+        import httpx2  # only a launch that calls the model pays for the HTTP client
+
         try:
             try:
                 response = await self._post(forwarded)
@@ -214,6 +216,8 @@ class ModelGateway:
         api_key = os.environ.get(self.config.api_key_env, "")
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         url = self.config.base_url.rstrip("/") + "/chat/completions"
+        import httpx2
+
         async with httpx2.AsyncClient(transport=self.transport, timeout=300) as client:
             return await client.post(url, json=forwarded, headers=headers)
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
-
-import httpx2
+from typing import TYPE_CHECKING, Any
 
 from store.config import OpenAIProviderConfig, ProjectConfig, ProviderName
 from store.memory import Synthesizer
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["OpenAISynthesizer", "synthesizer_for"]
 
@@ -54,6 +55,8 @@ class OpenAISynthesizer:
             "max_tokens": min(self.config.max_tokens, 4000),
         }
         url = self.config.base_url.rstrip("/") + "/chat/completions"
+        import httpx2  # imported by the one request that needs it: launches never do
+
         with httpx2.Client(transport=self.transport, timeout=120) as client:
             response = client.post(url, json=request, headers=headers)
         if response.status_code != 200:
