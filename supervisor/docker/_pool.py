@@ -90,6 +90,8 @@ class PooledContainer:
     """The scope of the pool's task that starts this container: evicting a starting one cancels it,
     and that task removes what it started (so nothing closes its FIFOs under it)."""
     weighted: anyio.Event = field(default_factory=anyio.Event, repr=False)
+    low_weight: bool = True
+    """Whether it waits at the lowest CPU weight (a refilling pool's), to be restored when lent."""
     _weighing: bool = field(default=False, repr=False)
     _fds: list[int] = field(default_factory=list, repr=False)
 
@@ -109,7 +111,7 @@ class PooledContainer:
         """Give the container the engine's default CPU weight back (it waited at the lowest): started
         when it is lent, so the launch's own preparation hides the engine's round trip."""
         try:
-            if self.docker is not None:
+            if self.docker is not None and self.low_weight:
                 with anyio.move_on_after(_WEIGHT_SECONDS, shield=True):
                     await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
         except RoundtableError as exc:  # it runs all the same, only on a lower weight
@@ -217,7 +219,8 @@ class WarmPool:
         while len(self.idle) < self.size and not self.disabled:
             if not self._refill and self._started >= self.size:
                 return
-            slot = PooledContainer(f"W-{secrets.token_hex(6)}", _no_dir(), self.shape, docker=self.docker)
+            slot_id, weight = f"W-{secrets.token_hex(6)}", self._refill  # a one-shot's runs at once
+            slot = PooledContainer(slot_id, _no_dir(), self.shape, docker=self.docker, low_weight=weight)
             try:
                 self.limiter.acquire_on_behalf_of_nowait(slot)
             except anyio.WouldBlock:
@@ -302,7 +305,9 @@ class WarmPool:
                 slot.rundir = await anyio.to_thread.run_sync(self._prepare, slot)
                 # No token yet: the container's spec redacts nothing, for it has no secret.
                 spec = self.plan.spec(slot.slot_id, _UNCLAIMED, slot.rundir.path, token="")
-                kwargs = container_kwargs(spec, self.supervisor_id, pool_owner=self.owner)
+                kwargs = container_kwargs(
+                    spec, self.supervisor_id, pool_owner=self.owner, low_weight=slot.low_weight
+                )
                 slot.container_id = await self.docker.create(kwargs)
                 await self.docker.start(slot.container_id)
                 ready = await self._await_ready(slot)

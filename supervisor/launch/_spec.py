@@ -185,13 +185,15 @@ class LaunchSpec:
 
 
 def container_kwargs(
-    spec: LaunchSpec, supervisor_id: str, *, pool_owner: str | None = None
+    spec: LaunchSpec, supervisor_id: str, *, pool_owner: str | None = None, low_weight: bool = True
 ) -> dict[str, Any]:
     """The ``containers.create`` arguments for ``spec``: every hardening measure, always.
 
     ``pool_owner`` marks a warm pool's container (label :data:`LABEL_POOL`): its spec names a pool
     slot, not a launch, until a launch claims it; it waits at the lowest CPU weight
-    (:data:`POOL_CPU_SHARES`)."""
+    (:data:`POOL_CPU_SHARES`) unless ``low_weight`` is false (a one-shot command's container, which
+    its own launch is about to claim: at the lowest weight it would start only once the command's
+    imports leave it a core)."""
     # Plain Engine API shapes (no docker.types): both backends take them as they are, and building
     # them imports nothing.
     limits = spec.limits
@@ -233,7 +235,7 @@ def container_kwargs(
         "init": True,
         "mounts": mounts,
         "log_config": {"Type": LOG_CONFIG["type"], "Config": LOG_CONFIG["config"]},
-        **({"cpu_shares": POOL_CPU_SHARES} if pool_owner is not None else {}),
+        **({"cpu_shares": POOL_CPU_SHARES} if pool_owner is not None and low_weight else {}),
     }
 
 

@@ -378,3 +378,33 @@ async def test_a_claim_that_fails_before_its_go_line_leaves_no_container(
         assert claimed not in pool.idle  # never handed out again
     # Never let go, so removed (not left running for the pool's life, nor after it).
     assert pooled(docker_sdk, pool_store) == []
+
+
+async def test_a_one_shot_pools_container_runs_at_the_default_weight(
+    pool_store: Store, docker_sdk: Any
+) -> None:
+    """A cold command's pooled container is its own launch's, about to be claimed: at the lowest
+    weight it would wait for the command's imports to leave it a core (a refilling pool's waits
+    there, see the claim test above), so it starts at the default weight and its claim makes no
+    engine call to change it."""
+    (proposal,) = await proposals(pool_store, 1)
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(1, one_shot=True) as pool:
+        assert pool is not None
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 1
+        (container,) = pooled(docker_sdk, pool_store)
+        assert container.attrs["HostConfig"]["CpuShares"] == 0  # the engine's default
+        (slot,) = pool.idle
+        calls: list[str] = []
+        update = slot.docker.update_cpu_shares if slot.docker is not None else None
+        assert update is not None
+
+        async def recorded(container_id: str, shares: int) -> None:
+            calls.append(container_id)
+            await update(container_id, shares)
+
+        slot.docker.update_cpu_shares = recorded  # type: ignore[method-assign,union-attr]
+        result = await supervisor.launch_role("memory_oracle", proposal)
+    assert result.launch.status is LaunchStatus.EXITED, result.launch.to_dict(with_log=True)
+    assert result.launch.container_id == container.id
+    assert calls == []
