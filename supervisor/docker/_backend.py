@@ -61,6 +61,16 @@ class ContainerSummary:
     labels: Mapping[str, str]
     state: str
 
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ContainerSummary:
+        """One row of the engine's ``GET /containers/json`` answer (both backends read that shape)."""
+        return cls(
+            id=str(row["Id"]),
+            name=str((row.get("Names") or ["?"])[0]).lstrip("/"),
+            labels=dict(row.get("Labels") or {}),
+            state=str(row.get("State") or ""),
+        )
+
 
 class DockerBackend(Protocol):
     """The blocking engine calls Roundtable makes; an error answer raises :class:`EngineApiError`."""

@@ -171,30 +171,31 @@ class EngineApiBackend:
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        try:
+        with self._dropped_on_failure(connection, f"{method} {url}"):
             connection.request(method, self._prefix + _path(url, query), body=payload, headers=headers)
             response = connection.getresponse()
-        except TimeoutError:
-            self._give_back(connection, reusable=False)
-            raise
-        except (OSError, http.client.HTTPException) as exc:
-            self._give_back(connection, reusable=False)
-            raise EngineConnectionError(f"{method} {url}: {exc or type(exc).__name__}") from exc
-        except BaseException:
-            self._give_back(connection, reusable=False)
-            raise
         return connection, response
 
-    def _read(self, connection: _UnixConnection, response: http.client.HTTPResponse, what: str) -> bytes:
-        """The whole answer; its connection goes back to the pool, or is closed after a failure."""
+    @contextlib.contextmanager
+    def _dropped_on_failure(self, connection: _UnixConnection, what: str) -> Iterator[None]:
+        """Close ``connection`` (never reused) if the block fails; a transport failure other than a
+        timeout becomes :class:`EngineConnectionError`."""
         try:
-            data = response.read()
+            yield
         except TimeoutError:
             self._give_back(connection, reusable=False)
             raise
         except (OSError, http.client.HTTPException) as exc:
             self._give_back(connection, reusable=False)
             raise EngineConnectionError(f"{what}: {exc or type(exc).__name__}") from exc
+        except BaseException:
+            self._give_back(connection, reusable=False)
+            raise
+
+    def _read(self, connection: _UnixConnection, response: http.client.HTTPResponse, what: str) -> bytes:
+        """The whole answer; its connection goes back to the pool, or is closed after a failure."""
+        with self._dropped_on_failure(connection, what):
+            data = response.read()
         self._give_back(connection, reusable=not response.will_close)
         if response.status >= 400:
             raise EngineApiError(response.status, _message(response.status, data), operation=what)
@@ -290,15 +291,7 @@ class EngineApiBackend:
         rows = self._json(
             "GET", "/containers/json", query={"all": 1, "filters": json.dumps({"label": [label]})}
         )
-        return [
-            ContainerSummary(
-                id=str(row["Id"]),
-                name=str((row.get("Names") or ["?"])[0]).lstrip("/"),
-                labels=dict(row.get("Labels") or {}),
-                state=str(row.get("State") or ""),
-            )
-            for row in rows or []
-        ]
+        return [ContainerSummary.from_row(row) for row in rows or []]
 
     def close(self) -> None:
         with self._lock:

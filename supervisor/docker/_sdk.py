@@ -84,15 +84,7 @@ class SdkDockerBackend:
 
     def list_labelled(self, label: str) -> list[ContainerSummary]:
         rows = self._api.containers(all=True, filters={"label": label})
-        return [
-            ContainerSummary(
-                id=str(row["Id"]),
-                name=str((row.get("Names") or ["?"])[0]).lstrip("/"),
-                labels=dict(row.get("Labels") or {}),
-                state=str(row.get("State") or ""),
-            )
-            for row in rows
-        ]
+        return [ContainerSummary.from_row(row) for row in rows]
 
     def close(self) -> None:
         self._client.close()
