@@ -32,6 +32,7 @@ import structlog
 import urllib3.exceptions
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_exponential
 
 from store.errors import LaunchFailed
 from supervisor.kubernetes._manifests import SANDBOX_GROUP
@@ -103,27 +104,32 @@ class ClusterApi:
 
     async def _call(self, what: str, fn: Callable[[], _T]) -> _T:
         """Run ``fn`` in a worker thread; retry what is transient; translate what is left."""
-        wait = self.retry.initial_wait
-        for attempt in range(1, self.retry.attempts + 1):
-            try:
-                return await anyio.to_thread.run_sync(fn, limiter=self._limiter, abandon_on_cancel=True)
-            except AlreadyExists:
-                raise
-            except ApiException as exc:
-                if exc.status == 409:
-                    raise AlreadyExists(f"{what}: it exists already") from exc
-                if not is_transient(exc) or attempt == self.retry.attempts:
-                    raise LaunchFailed(
-                        f"{what}: the Kubernetes API answered {exc.status} {exc.reason}"
-                    ) from exc
-            except Exception as exc:
-                if not is_transient(exc) or attempt == self.retry.attempts:
-                    reached = f"the Kubernetes API at {self.host} could not be reached"
-                    raise LaunchFailed(f"{what}: {reached}: {type(exc).__name__}") from exc
-            _log.info("kubernetes_retry", what=what, attempt=attempt)
-            await anyio.sleep(wait)  # a back-off between attempts, not a wait for a state
-            wait = min(wait * 2, self.retry.max_wait)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def log_retry(state: RetryCallState) -> None:
+            _log.info("kubernetes_retry", what=what, attempt=state.attempt_number)
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(self.retry.attempts),
+            wait=wait_exponential(multiplier=self.retry.initial_wait, max=self.retry.max_wait),
+            sleep=anyio.sleep,  # a back-off between attempts, not a wait for a state
+            before_sleep=log_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    return await anyio.to_thread.run_sync(fn, limiter=self._limiter, abandon_on_cancel=True)
+        except AlreadyExists:
+            raise
+        except ApiException as exc:
+            if exc.status == 409:
+                raise AlreadyExists(f"{what}: it exists already") from exc
+            raise LaunchFailed(f"{what}: the Kubernetes API answered {exc.status} {exc.reason}") from exc
+        except Exception as exc:
+            reached = f"the Kubernetes API at {self.host} could not be reached"
+            raise LaunchFailed(f"{what}: {reached}: {type(exc).__name__}") from exc
+        raise AssertionError("unreachable: tenacity neither returned nor raised")  # pragma: no cover
 
     def _timeout(self) -> float:
         return self.request_seconds
