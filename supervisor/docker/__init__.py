@@ -19,6 +19,7 @@ from supervisor.docker._pool import PooledContainer, WarmPool
 from supervisor.docker._reaper import (
     OrphanHook,
     ReapReport,
+    notify_orphans,
     reap,
     reap_expired_owners,
     take_ownership,
@@ -42,6 +43,7 @@ __all__ = [
     "call_hook_quietly",
     "check_requested",
     "failure_reason",
+    "notify_orphans",
     "reap",
     "reap_expired_owners",
     "record_abort",

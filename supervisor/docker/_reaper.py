@@ -35,7 +35,7 @@ An unreachable engine does not stop steps 1 and 3; the report says what could no
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 
 import anyio.to_thread
@@ -49,6 +49,7 @@ from supervisor.launch import LABEL_LAUNCH, LABEL_POOL, LABEL_SUPERVISOR, OwnerL
 __all__ = [
     "OrphanHook",
     "ReapReport",
+    "notify_orphans",
     "reap",
     "reap_expired_owners",
     "take_ownership",
@@ -126,6 +127,24 @@ async def reap_expired_owners(
     )
 
 
+async def notify_orphans(
+    launch_ids: Iterable[str], on_orphan: OrphanHook | None, warnings: list[str], **context: str
+) -> None:
+    """Log each orphaned launch and call ``on_orphan`` with its ID (a plain or an async hook); a
+    failing hook becomes one of ``warnings``, never the reap's own failure."""
+    for launch_id in launch_ids:
+        _log.warning("launch_orphaned", launch_id=launch_id, **context)
+        if on_orphan is None:
+            continue
+        try:
+            result = on_orphan(launch_id)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            warnings.append(f"on_orphan({launch_id}) failed: {exc}")
+            _log.error("orphan_hook_failed", launch_id=launch_id, error=str(exc))
+
+
 async def reap(
     docker: DockerClient,
     launches: LaunchStore,
@@ -156,16 +175,7 @@ async def reap(
     else:
         orphans = await launches.db.run(launches.fail_orphans, keep=kept, reason="supervisor_restarted")
         failed = tuple(launch.id for launch in orphans)
-    for launch in orphans:
-        _log.warning("launch_orphaned", launch_id=launch.id, status_was="active")
-        if on_orphan is not None:
-            try:
-                result = on_orphan(launch.id)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:
-                warnings.append(f"on_orphan({launch.id}) failed: {exc}")
-                _log.error("orphan_hook_failed", launch_id=launch.id, error=str(exc))
+    await notify_orphans([launch.id for launch in orphans], on_orphan, warnings, status_was="active")
 
     try:
         labelled = await docker.list_labelled(f"{LABEL_SUPERVISOR}={supervisor_id}")

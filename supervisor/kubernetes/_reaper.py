@@ -18,7 +18,6 @@ supervisor died before it set that reference: the labels find those.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Collection
 
 import anyio.to_thread
@@ -26,7 +25,7 @@ import structlog
 
 from store.errors import RoundtableError
 from store.launches import LaunchStore
-from supervisor.docker import OrphanHook, ReapReport
+from supervisor.docker import OrphanHook, ReapReport, notify_orphans
 from supervisor.kubernetes._api import ClusterApi, Kind
 from supervisor.kubernetes._manifests import LABEL_OWNER
 from supervisor.launch import LABEL_LAUNCH, LABEL_SUPERVISOR
@@ -38,16 +37,6 @@ OwnersAlive = Callable[[Collection[str]], Collection[str]]
 
 _log = structlog.get_logger("roundtable.reaper")
 _KINDS: tuple[Kind, ...] = ("pod", "secret", "networkpolicy")
-
-
-async def _revoke_all(launch_ids: Collection[str], on_orphan: OrphanHook | None, warnings: list[str]) -> None:
-    for launch_id in launch_ids:
-        _log.warning("launch_orphaned", launch_id=launch_id, launcher="kubernetes")
-        try:
-            if on_orphan is not None and inspect.isawaitable(answer := on_orphan(launch_id)):
-                await answer
-        except Exception as exc:
-            warnings.append(f"on_orphan({launch_id}) failed: {exc}")
 
 
 async def reap_cluster(
@@ -63,7 +52,7 @@ async def reap_cluster(
     kept = frozenset(keep)
     warnings: list[str] = []
     failed = await launches.db.run(launches.fail_orphans, keep=kept, reason="supervisor_restarted")
-    await _revoke_all([launch.id for launch in failed], on_orphan, warnings)
+    await notify_orphans([launch.id for launch in failed], on_orphan, warnings, launcher="kubernetes")
     removed: list[str] = []
     selector = f"{LABEL_SUPERVISOR}={supervisor_id}"
     for kind in _KINDS:
