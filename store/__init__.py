@@ -10,8 +10,10 @@ import pydantic, SQLite and every per-concept store.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from store import _plain_structlog
+from store._lazy import lazy_exports
 from store._text import MAX_JSON_DEPTH, TEXT_PATTERN, check_depth, check_int, parse_decimal, parse_json
 from store.errors import (
     ArtifactMismatch,
@@ -29,6 +31,8 @@ from store.errors import (
     Unauthenticated,
     UnsafePath,
 )
+
+_plain_structlog.install()
 
 if TYPE_CHECKING:
     from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
@@ -100,6 +104,7 @@ __all__ = [
     "check_int",
     "find_project_root",
     "init_project",
+    "lazy_exports",
     "list_events",
     "open_store",
     "package_version",
@@ -138,16 +143,4 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "WorkspaceStore",
     ),
 }
-_MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    """Import a lazy export's module on first use (PEP 562)."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -4,6 +4,7 @@ machinery's imports, made in a worker thread while a pooled container gets ready
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from typing import TYPE_CHECKING
@@ -18,7 +19,13 @@ if TYPE_CHECKING:
     from store import Store
     from supervisor.models import ModelGateway
 
-__all__ = ["LAUNCH_MACHINERY", "fail_unstarted", "import_launch_machinery", "note_model_failure"]
+__all__ = [
+    "LAUNCH_MACHINERY",
+    "MachineryLoader",
+    "fail_unstarted",
+    "import_launch_machinery",
+    "note_model_failure",
+]
 
 _log = structlog.get_logger("roundtable.supervisor")
 
@@ -27,10 +34,34 @@ LAUNCH_MACHINERY = ("capabilities.auth", "capabilities.services", "capabilities.
 
 
 def import_launch_machinery() -> None:
-    """Import :data:`LAUNCH_MACHINERY` (a blocking call, for a worker thread)."""
+    """Import :data:`LAUNCH_MACHINERY` and build the tool schemas the roles' ``tools/list`` answers
+    (a blocking call, for a worker thread)."""
     for name in LAUNCH_MACHINERY:
         if name not in sys.modules:
             importlib.import_module(name)
+    from capabilities.mcp.tools import build_registry
+    from capabilities.policy import CAPABILITY_TOOLSETS
+
+    build_registry().prepare_schemas(set().union(*CAPABILITY_TOOLSETS.values()))
+
+
+class MachineryLoader:
+    """Imports the launch machinery once, in one worker thread every launch waits for (two threads
+    importing the same modules at once can see each other's half-made modules)."""
+
+    def __init__(self) -> None:
+        self._loaded: anyio.Event | None = None
+
+    async def load(self) -> None:
+        """Import it (:func:`import_launch_machinery`), or wait for the import under way."""
+        if self._loaded is not None:
+            return await self._loaded.wait()
+        self._loaded = anyio.Event()
+        try:  # an import that fails here fails the launch later, as itself
+            with contextlib.suppress(Exception):
+                await anyio.to_thread.run_sync(import_launch_machinery)
+        finally:
+            self._loaded.set()
 
 
 async def fail_unstarted(store: Store, launch_id: str, error: BaseException) -> None:

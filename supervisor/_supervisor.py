@@ -37,9 +37,9 @@ dies first).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -50,20 +50,23 @@ from store.errors import Conflict, InvalidArgument, LaunchFailed, RoundtableErro
 from store.events import Event, list_events
 from store.launches import Launch
 from store.work import ProposalStatus
-from supervisor import docker as docker_side  # the lease helpers: take_ownership, watch_expired_owners
-from supervisor._launch_records import fail_unstarted, import_launch_machinery, note_model_failure
+from supervisor import docker as docker_side  # the lease helpers, the launch-slot ones
+from supervisor._launch_records import MachineryLoader, fail_unstarted, note_model_failure
 from supervisor._launchers import configured_launcher
-from supervisor.docker import Claimed, DockerLauncher, Launcher, PooledContainer, Spawn, WarmPool
+from supervisor.docker import DockerLauncher, Launcher, PooledContainer, Prestart, WarmPool
 from supervisor.launch import (
     LaunchPhase,
     LaunchPlan,
     LaunchResult,
     LaunchRuntimeDir,
     LaunchSpec,
+    OwnerLock,
+    Ownership,
     PhaseReporter,
     RuntimeRoot,
     launch_socket,
     oracle_plan,
+    owner_directory,
     owner_for,
     report_phase,
     supervisor_id_for,
@@ -95,17 +98,23 @@ class Supervisor:
         runtime: RuntimeRoot | None = None,
         model_transport: Any = None,
         spec_transform: Callable[[LaunchSpec], LaunchSpec] | None = None,
+        prestart: Prestart | None = None,
     ):
         """``model_transport`` (an httpx2 transport) and ``spec_transform`` exist for tests that
         inject faults: the first reroutes model requests, the second rewrites a launch's container
         spec (say, to run a process that hangs or crashes). Neither changes any hardening measure,
-        which :func:`~supervisor.launch_spec.container_kwargs` always applies."""
+        which :func:`~supervisor.launch_spec.container_kwargs` always applies. ``prestart``: a cold
+        launch's early container (:mod:`supervisor.docker._prestart`), adopted by a one-shot pool."""
         self.store = store
         self._services: Services | None = None
         self.supervisor_id = supervisor_id_for(store.paths.root)
         self.runtime = runtime or RuntimeRoot(self.supervisor_id)
         self._owns_launcher = launcher is None
-        self._owner = owner_for(store, self.runtime.path.parent / "owners" / self.supervisor_id[:12])
+        self._prestart = prestart
+        fits = prestart is not None and launcher is None and prestart.fits(self.runtime, store.db.backend)
+        self._owner: Ownership = (prestart.lock if prestart and fits else None) or owner_for(
+            store, owner_directory(self.runtime.path, self.supervisor_id)
+        )
         self.launcher: Launcher = launcher or configured_launcher(
             store, supervisor_id=self.supervisor_id, runtime=self.runtime, owner=self._owner
         )
@@ -114,8 +123,8 @@ class Supervisor:
         self._spec_transform = spec_transform
         self.pool: WarmPool | None = None
         self._background: anyio.abc.TaskGroup | None = None
-        self._spawn: Spawn | None = None
-        self._machinery: anyio.Event | None = None
+        self._spawn: docker_side.Spawn | None = None
+        self._machinery = MachineryLoader()
 
     @property
     def services(self) -> Services:
@@ -138,16 +147,20 @@ class Supervisor:
         Launches of another live supervisor process on this project are left alone."""
         # The owner lock lives in the private (0700, ours) runtime base: create it first, so nobody else can.
         await anyio.to_thread.run_sync(self.runtime.ensure)
+        if self._prestart is not None and self._owner is not self._prestart.lock:
+            await self._drop_prestart(release_lock=True)
         await docker_side.take_ownership(self._owner, getattr(self.launcher, "docker", None))
         active = await self.store.db.run(self.store.launches.active)
         owners = await anyio.to_thread.run_sync(self._owner.live, [a.owner for a in active if a.owner])
         alive = [launch.id for launch in active if launch.owner in owners]
+        alive += [self._prestart.slot_id] if self._prestart is not None else []  # its directory stays
         report = await self.launcher.reap(on_orphan=self._revoke_orphan, keep=alive)
         _log.info("supervisor_started", supervisor_id=self.supervisor_id, reaped=str(report))
 
     async def aclose(self) -> None:
         """Release the owner lock and the engine connection (launches in flight clean up after
         themselves, in their own tasks)."""
+        await self._drop_prestart(release_lock=False)  # never handed to a pool: not ours to keep
         await anyio.to_thread.run_sync(self._owner.release)  # a lease's release is a store write
         closer = getattr(self.launcher, "aclose", None) if self._owns_launcher else None
         if closer is not None:
@@ -175,6 +188,8 @@ class Supervisor:
                     background.start_soon(docker_side.watch_expired_owners, self.launcher, self._owner, watch)
                 try:
                     if pooled and isinstance(self.launcher, DockerLauncher):
+                        # one-shot: adopt the prestart; record a recipe if a prestart can take the lock
+                        recipe = one_shot and isinstance(self._owner, OwnerLock)
                         self.pool = WarmPool(
                             self.launcher.docker,
                             self.runtime,
@@ -184,7 +199,10 @@ class Supervisor:
                             plan=self.oracle_plan(),
                             size=size,
                             refill=not one_shot,
+                            prestart=self._prestart if one_shot else None,
+                            recipe_of=self.store.paths.root if recipe else None,
                         )
+                        self._prestart = None if one_shot else self._prestart
 
                         async def run_pool(task_status: anyio.abc.TaskStatus[None]) -> None:
                             assert self.pool is not None
@@ -204,6 +222,11 @@ class Supervisor:
             raise error from None
         finally:
             self.pool = None
+
+    async def _drop_prestart(self, *, release_lock: bool) -> None:
+        if (prestart := self._prestart) is not None:
+            self._prestart = None
+            await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=release_lock))
 
     async def _revoke_orphan(self, launch_id: str) -> None:
         await self.store.db.run(
@@ -253,11 +276,11 @@ class Supervisor:
         slot = None
         if pool is not None:
             async with anyio.create_task_group() as group:  # the imports run while the container starts
-                group.start_soon(self._load_machinery)
+                group.start_soon(self._machinery.load)
                 slot = await pool.lend(plan)
         borrower = slot or object()
         if slot is None:
-            await self._acquire(borrower)
+            await docker_side.acquire_slot(self._limiter, self.pool, borrower)
         try:
             launch = await self.store.db.run(
                 self.store.launches.request,
@@ -278,33 +301,10 @@ class Supervisor:
                 if self.pool is not None:
                     self.pool.poke()
 
-    async def _load_machinery(self) -> None:
-        """Import the launch machinery once, in one worker thread that every launch waits for (two
-        threads importing the same modules at once can see each other's half-made modules)."""
-        if self._machinery is not None:
-            return await self._machinery.wait()
-        self._machinery = anyio.Event()
-        try:  # an import that fails here fails the launch later, as itself
-            with contextlib.suppress(Exception):
-                await anyio.to_thread.run_sync(import_launch_machinery)
-        finally:
-            self._machinery.set()
-
-    async def _acquire(self, borrower: object) -> None:
-        """Take a launch slot for ``borrower``, evicting idle pooled containers when none is free."""
-        while True:
-            try:
-                self._limiter.acquire_on_behalf_of_nowait(borrower)
-                return
-            except anyio.WouldBlock:
-                if self.pool is None or not self.pool.evict_idle():
-                    await self._limiter.acquire_on_behalf_of(borrower)
-                    return
-
     async def _run_launch(
         self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None, slot: PooledContainer | None
     ) -> LaunchResult:
-        await self._load_machinery()
+        await self._machinery.load()
         from capabilities.auth import issue_capability
         from capabilities.serving import LaunchSocketApp
         from supervisor.models import ModelGateway
@@ -356,7 +356,7 @@ class Supervisor:
                     await report_phase(on_phase, str(step), {"launch_id": launch.id})
 
                 handed_over = True
-                claimed = None if slot is None else Claimed(slot.container_id, slot.release)
+                claimed = None if slot is None else docker_side.Claimed(slot.container_id, slot.release)
                 await self.launcher.run(spec, on_phase=phase, claimed=claimed, spawn=self._spawn)
         except BaseException as exc:
             error = unwrap_error(exc)

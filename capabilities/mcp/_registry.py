@@ -212,3 +212,14 @@ class ToolRegistry:
     def specs(self) -> list[ToolSpec]:
         """Every registered tool, sorted by name."""
         return [self._specs[name] for name in self.names()]
+
+    def prepare_schemas(self, names: Iterable[str]) -> None:
+        """Build the JSON schemas of the tools ``names`` (cached per model) before anyone lists them:
+        pydantic takes tens of milliseconds for a role's tool set, which a launch spends while its
+        container starts instead of on its role's first request."""
+        for name in names:
+            spec = self._specs.get(name)
+            if spec is not None:
+                _input_schema(spec.args_model)
+                if spec.result_model is not None:
+                    _output_schema(spec.result_model)

@@ -15,11 +15,14 @@ __all__ = ["run"]
 
 def run() -> NoReturn:
     """Console-script entry point (also ``python -m supervisor``)."""
-    from supervisor.cli._quick import quick_main
+    from supervisor.cli._quick import discard_prestart, quick_main
 
     status = quick_main(sys.argv[1:])
     if status is None:
         from supervisor.cli._main import main
 
-        status = main(exit_when_answered=True)
+        try:
+            status = main(exit_when_answered=True)
+        finally:
+            discard_prestart()  # one the launch did not take (an error, say)
     sys.exit(status)

@@ -8,7 +8,10 @@ the store or the logging are imported, hands the launch off with the standard li
 lines, answer, structured errors and exit status: :mod:`supervisor.cli._launch_text`,
 :mod:`supervisor.cli._output`). Any other command line, or one it does not read exactly (an
 abbreviated flag, ``--help``, ``--provider``, a bad ``--timeout``), and a project with no serve
-(or an untrusted or stale one) return None: the full command runs, as it always did.
+(or an untrusted or stale one) return None: the full command runs, as it always did. For an
+``oracle launch`` that runs in-process, it first starts the launch's container from the project's
+recipe (:mod:`supervisor.docker._prestart`): :func:`take_prestart` hands it to the launch,
+:func:`discard_prestart` removes it when the command ends without one.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["quick_main"]
+if TYPE_CHECKING:
+    from supervisor.docker import Prestart
+
+__all__ = ["discard_prestart", "quick_main", "take_prestart"]
+
+_prestarted: Prestart | None = None
 
 _COMMANDS = {("oracle", "launch"): "oracle.launch", ("review", "run"): "review.run"}
 _FLAGS = frozenset({"--wait", "--json", "-v", "--verbose"})
@@ -82,6 +91,8 @@ def quick_main(argv: Sequence[str]) -> int | None:
     target = None if state_dir is None else _handoff.find_serve(state_dir)
     sock = None if target is None else _handoff.connect(target)
     if target is None or sock is None:
+        if state_dir is not None and command.op == "oracle.launch":
+            _begin_prestart(state_dir.parent)
         return None
     from supervisor.cli._launch_text import oracle_launch_answer, progress_printer, review_run_answer
 
@@ -105,6 +116,30 @@ def quick_main(argv: Sequence[str]) -> int | None:
     answer = oracle_launch_answer(body) if command.op == "oracle.launch" else review_run_answer(body)
     emit(answer, as_json=command.as_json)
     return 0
+
+
+def _begin_prestart(project_root: Path) -> None:
+    """Start the cold launch's container now, while the full command loads (the launch's one-shot
+    pool adopts it or removes it: :mod:`supervisor.docker._prestart`)."""
+    global _prestarted
+    from supervisor.docker import begin_prestart
+
+    _prestarted = begin_prestart(project_root)
+
+
+def take_prestart() -> Prestart | None:
+    """The container :func:`quick_main` prestarted for this command's launch, handed over once."""
+    global _prestarted
+    prestart, _prestarted = _prestarted, None
+    return prestart
+
+
+def discard_prestart() -> None:
+    """Remove a prestarted container no launch took (the command ended another way: an error, a
+    serve that appeared meanwhile)."""
+    prestart = take_prestart()
+    if prestart is not None:
+        prestart.discard(release_lock=True)
 
 
 def _error(exc: Any, as_json: bool, status: int) -> int:

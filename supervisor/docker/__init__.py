@@ -4,27 +4,41 @@ supervisor died."""
 
 from __future__ import annotations
 
-from supervisor.docker._client import DockerClient
-from supervisor.docker._ending import (
-    Abort,
-    RunningLaunches,
-    check_requested,
-    record_abort,
-    record_end,
-    recover,
-)
-from supervisor.docker._hooks import Claimed, PhaseHook, Spawn, call_hook, call_hook_quietly, failure_reason
-from supervisor.docker._launcher import DockerLauncher, Launcher
-from supervisor.docker._pool import PooledContainer, WarmPool
-from supervisor.docker._reaper import (
-    OrphanHook,
-    ReapReport,
-    notify_orphans,
-    reap,
-    reap_expired_owners,
-    take_ownership,
-    watch_expired_owners,
-)
+from typing import TYPE_CHECKING
+
+from store import lazy_exports
+
+if TYPE_CHECKING:
+    from supervisor.docker._client import DockerClient
+    from supervisor.docker._ending import (
+        Abort,
+        RunningLaunches,
+        check_requested,
+        record_abort,
+        record_end,
+        recover,
+    )
+    from supervisor.docker._hooks import (
+        Claimed,
+        PhaseHook,
+        Spawn,
+        call_hook,
+        call_hook_quietly,
+        failure_reason,
+    )
+    from supervisor.docker._launcher import DockerLauncher, Launcher
+    from supervisor.docker._pool import WarmPool, acquire_slot
+    from supervisor.docker._pooled import PooledContainer
+    from supervisor.docker._prestart import Prestart, begin_prestart, config_digest
+    from supervisor.docker._reaper import (
+        OrphanHook,
+        ReapReport,
+        notify_orphans,
+        reap,
+        reap_expired_owners,
+        take_ownership,
+        watch_expired_owners,
+    )
 
 __all__ = [
     "Abort",
@@ -35,13 +49,17 @@ __all__ = [
     "OrphanHook",
     "PhaseHook",
     "PooledContainer",
+    "Prestart",
     "ReapReport",
     "RunningLaunches",
     "Spawn",
     "WarmPool",
+    "acquire_slot",
+    "begin_prestart",
     "call_hook",
     "call_hook_quietly",
     "check_requested",
+    "config_digest",
     "failure_reason",
     "notify_orphans",
     "reap",
@@ -52,3 +70,40 @@ __all__ = [
     "take_ownership",
     "watch_expired_owners",
 ]
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "supervisor.docker._client": ("DockerClient",),
+    "supervisor.docker._ending": (
+        "Abort",
+        "RunningLaunches",
+        "check_requested",
+        "record_abort",
+        "record_end",
+        "recover",
+    ),
+    "supervisor.docker._hooks": (
+        "Claimed",
+        "PhaseHook",
+        "Spawn",
+        "call_hook",
+        "call_hook_quietly",
+        "failure_reason",
+    ),
+    "supervisor.docker._launcher": (
+        "DockerLauncher",
+        "Launcher",
+    ),
+    "supervisor.docker._pool": ("WarmPool", "acquire_slot"),
+    "supervisor.docker._pooled": ("PooledContainer",),
+    "supervisor.docker._prestart": ("Prestart", "begin_prestart", "config_digest"),
+    "supervisor.docker._reaper": (
+        "OrphanHook",
+        "ReapReport",
+        "notify_orphans",
+        "reap",
+        "reap_expired_owners",
+        "take_ownership",
+        "watch_expired_owners",
+    ),
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -34,7 +34,6 @@ The backend names (:class:`ContainerSummary`, :class:`DockerBackend`, :func:`is_
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 import threading
@@ -63,7 +62,7 @@ from supervisor.docker._backend import (
     is_connection_failure,
     is_transient,
 )
-from supervisor.docker._engine_api import EngineApiBackend, unix_socket_path
+from supervisor.docker._engine_api import EngineApiBackend, engine_address, unix_socket_path
 
 __all__ = [
     "ContainerSummary",
@@ -107,14 +106,10 @@ def _docker_exception(exc: BaseException) -> bool:
     return errors is not None and isinstance(exc, errors.DockerException)
 
 
-def _engine_address() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-
-
 def default_backend() -> DockerBackend:
     """The backend for the engine ``DOCKER_HOST`` names: the lean Engine API one for a ``unix://``
     socket (the default), the docker SDK's for any other address (``tcp://``, ``ssh://``...)."""
-    path = unix_socket_path(_engine_address())
+    path = unix_socket_path(engine_address())
     if path is not None:
         return EngineApiBackend(path)
     from supervisor.docker._sdk import SdkDockerBackend  # imports docker and requests: only here
@@ -156,7 +151,7 @@ def _translate(exc: BaseException, what: str) -> RoundtableError:
         return LaunchFailed(f"{what}: the Docker engine answered {status}: {_explain(exc)}", details=details)
     if is_connection_failure(exc) or _docker_exception(exc) or isinstance(exc, OSError):
         return DockerUnavailable(
-            f"cannot reach the Docker engine at {_engine_address()} ({what}: {_explain(exc)}); "
+            f"cannot reach the Docker engine at {engine_address()} ({what}: {_explain(exc)}); "
             "is it running, and may this user use its socket?",
             details=details,
         )

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import os
 import select
 import socket
 import threading
@@ -33,7 +34,7 @@ from typing import Any
 from supervisor.docker._backend import ContainerSummary, EngineApiError
 from supervisor.docker._engine_create import create_body, demultiplex
 
-__all__ = ["EngineApiBackend", "EngineConnectionError", "unix_socket_path"]
+__all__ = ["EngineApiBackend", "EngineConnectionError", "engine_address", "unix_socket_path"]
 
 _API_TIMEOUT = 60.0
 _MAX_IDLE = 8
@@ -42,6 +43,11 @@ _MULTIPLEXED = "application/vnd.docker.multiplexed-stream"
 
 class EngineConnectionError(ConnectionError):
     """The engine could not be reached, or the connection broke before a whole answer came back."""
+
+
+def engine_address() -> str:
+    """The engine's address: ``DOCKER_HOST``, else the default Unix socket."""
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
 def unix_socket_path(address: str) -> str | None:

@@ -19,10 +19,8 @@ container when it stops; the reaper removes those of a pool whose owner died.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import secrets
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +30,10 @@ import structlog
 
 from store.errors import RoundtableError
 from supervisor.docker._client import DockerClient
+from supervisor.docker._pooled import PooledContainer, no_dir
+from supervisor.docker._prestart import Prestart, Recipe, config_digest, write_recipe
+from supervisor.docker._slot import open_slot
 from supervisor.launch import (
-    DEFAULT_CPU_SHARES,
     LaunchPlan,
     LaunchRuntimeDir,
     RuntimeRoot,
@@ -41,21 +41,28 @@ from supervisor.launch import (
     container_name,
 )
 
-__all__ = ["GO_FIFO", "GO_LINE", "READY_FIFO", "PooledContainer", "WarmPool", "plan_shape"]
+__all__ = ["WarmPool", "acquire_slot", "plan_shape"]
 
-GO_FIFO = "go"
-READY_FIFO = "ready"
-GO_LINE = b"go\n"
-"""What :mod:`roles._claim` waits for (these three names are that module's, repeated: the
-supervisor imports nothing of the role image's code)."""
 _UNCLAIMED = "unclaimed"
 _READY_SECONDS = 120.0
 _WATCH_SECONDS = 7 * 24 * 3600.0
-_WEIGHT_SECONDS = 30.0
 _MAX_FAILURES = 3
 _DISABLED = "pooled containers end before their claim; is the role image current (roundtable image build)?"
 _UNREACHABLE = "the Docker engine could not start pooled containers (see last_error); launches run cold"
 _log = structlog.get_logger("roundtable.pool")
+
+
+async def acquire_slot(limiter: anyio.CapacityLimiter, pool: WarmPool | None, borrower: object) -> None:
+    """Take a launch slot of ``limiter`` for ``borrower``, evicting ``pool``'s idle containers when
+    none is free."""
+    while True:
+        try:
+            limiter.acquire_on_behalf_of_nowait(borrower)
+            return
+        except anyio.WouldBlock:
+            if pool is None or not pool.evict_idle():
+                await limiter.acquire_on_behalf_of(borrower)
+                return
 
 
 def plan_shape(plan: LaunchPlan) -> tuple[Any, ...]:
@@ -68,74 +75,6 @@ def plan_shape(plan: LaunchPlan) -> tuple[Any, ...]:
         tuple(sorted(plan.environment.items())),
         plan.limits,
     )
-
-
-@dataclass(eq=False)
-class PooledContainer:
-    """One pooled container: its slot, its container, its runtime directory and its FIFOs."""
-
-    slot_id: str
-    rundir: LaunchRuntimeDir
-    shape: tuple[Any, ...]
-    container_id: str = ""
-    claimed: bool = False
-    released: bool = False
-    """Whether the go line went out: from then on the launch's launcher owns the container."""
-    ready: anyio.Event = field(default_factory=anyio.Event)
-    gone: anyio.Event = field(default_factory=anyio.Event)
-    docker: DockerClient | None = field(default=None, repr=False)
-    watching: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
-    """The scope of the wait that notices a ready container ending before its claim (cancelled by it)."""
-    filling: anyio.CancelScope = field(default_factory=anyio.CancelScope, repr=False)
-    """The scope of the pool's task that starts this container: evicting a starting one cancels it,
-    and that task removes what it started (so nothing closes its FIFOs under it)."""
-    weighted: anyio.Event = field(default_factory=anyio.Event, repr=False)
-    low_weight: bool = True
-    """Whether it waits at the lowest CPU weight (a refilling pool's), to be restored when lent."""
-    _weighing: bool = field(default=False, repr=False)
-    _fds: list[int] = field(default_factory=list, repr=False)
-
-    async def wait_ready(self) -> bool:
-        """Wait until the container waits for its go line; False if it died or was removed first."""
-        async with anyio.create_task_group() as group:
-
-            async def either(event: anyio.Event) -> None:
-                await event.wait()
-                group.cancel_scope.cancel()
-
-            group.start_soon(either, self.ready)
-            group.start_soon(either, self.gone)
-        return self.ready.is_set() and not self.gone.is_set()
-
-    async def restore_weight(self) -> None:
-        """Give the container the engine's default CPU weight back (it waited at the lowest): started
-        when it is lent, so the launch's own preparation hides the engine's round trip."""
-        try:
-            if self.docker is not None and self.low_weight:
-                with anyio.move_on_after(_WEIGHT_SECONDS, shield=True):
-                    await self.docker.update_cpu_shares(self.container_id, DEFAULT_CPU_SHARES)
-        except RoundtableError as exc:  # it runs all the same, only on a lower weight
-            _log.warning("pool_weight_not_restored", slot_id=self.slot_id, error=exc.message)
-        finally:
-            self.weighted.set()
-
-    async def release(self) -> None:
-        """Let the claimed container go on, at the default CPU weight (:meth:`restore_weight`, awaited
-        here): write the go line (the FIFO is held open: never blocks)."""
-        if self._weighing:
-            await self.weighted.wait()
-        else:
-            await self.restore_weight()
-        go_fd = self._fds[1]
-        os.write(go_fd, GO_LINE)
-        self.released = True
-        self.close_fds()
-
-    def close_fds(self) -> None:
-        """Close the FIFOs (a container still waiting then reads end-of-file and exits)."""
-        while self._fds:
-            with contextlib.suppress(OSError):
-                os.close(self._fds.pop())
 
 
 class WarmPool:
@@ -152,8 +91,13 @@ class WarmPool:
         plan: LaunchPlan,
         size: int,
         refill: bool = True,
+        prestart: Prestart | None = None,
+        recipe_of: Path | None = None,
     ):
-        """``refill=False``: start ``size`` containers and no more (a one-shot command's pool)."""
+        """``refill=False``: start ``size`` containers and no more (a one-shot command's pool).
+        ``prestart``: a container started for this pool's first slot before the pool existed, adopted
+        if it is exactly what the pool would create (:mod:`supervisor.docker._prestart`).
+        ``recipe_of``: the project root whose recipe each container the pool creates is recorded as."""
         self.docker = docker
         self.runtime = runtime
         self.supervisor_id = supervisor_id
@@ -170,6 +114,8 @@ class WarmPool:
         self._started = 0
         self._scope = anyio.CancelScope()
         self._stopped = anyio.Event()
+        self._prestart = prestart
+        self._recipe_of = recipe_of
 
     @property
     def idle(self) -> list[PooledContainer]:
@@ -206,6 +152,10 @@ class WarmPool:
                     # Claimed but never let go: its launch fails at the go line, if it gets there.
                     for slot in [s for s in self._slots if not s.released]:
                         cleanup.start_soon(self._discard, slot)
+            if self._prestart is not None:  # never filled (no free launch slot): not ours to keep
+                prestart, self._prestart = self._prestart, None
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=False))
             self._stopped.set()
 
     async def stop(self) -> None:
@@ -220,7 +170,9 @@ class WarmPool:
             if not self._refill and self._started >= self.size:
                 return
             slot_id, weight = f"W-{secrets.token_hex(6)}", self._refill  # a one-shot's runs at once
-            slot = PooledContainer(slot_id, _no_dir(), self.shape, docker=self.docker, low_weight=weight)
+            if self._prestart is not None and not self._slots:
+                slot_id = self._prestart.slot_id
+            slot = PooledContainer(slot_id, no_dir(), self.shape, docker=self.docker, low_weight=weight)
             try:
                 self.limiter.acquire_on_behalf_of_nowait(slot)
             except anyio.WouldBlock:
@@ -302,14 +254,13 @@ class WarmPool:
         try:
             ready, failure = False, ""
             try:
-                slot.rundir = await anyio.to_thread.run_sync(self._prepare, slot)
-                # No token yet: the container's spec redacts nothing, for it has no secret.
-                spec = self.plan.spec(slot.slot_id, _UNCLAIMED, slot.rundir.path, token="")
-                kwargs = container_kwargs(
-                    spec, self.supervisor_id, pool_owner=self.owner, low_weight=slot.low_weight
-                )
-                slot.container_id = await self.docker.create(kwargs)
-                await self.docker.start(slot.container_id)
+                if not await self._adopted(slot):
+                    slot.rundir = await anyio.to_thread.run_sync(self._prepare, slot)
+                    kwargs = self._kwargs(slot, slot.rundir.path)
+                    slot.container_id = await self.docker.create(kwargs)
+                    await self.docker.start(slot.container_id)
+                    if self._recipe_of is not None:
+                        await anyio.to_thread.run_sync(self._write_recipe, self._recipe_of, slot, kwargs)
                 ready = await self._await_ready(slot)
             except (OSError, RoundtableError) as exc:
                 log.warning("pool_fill_failed", error=str(exc))
@@ -340,6 +291,45 @@ class WarmPool:
         with anyio.CancelScope(shield=True):
             await self._discard(slot)
 
+    def _kwargs(self, slot: PooledContainer, rundir: Path) -> dict[str, Any]:
+        # No token yet: the container's spec redacts nothing, for it has no secret.
+        spec = self.plan.spec(slot.slot_id, _UNCLAIMED, rundir, token="")
+        return container_kwargs(spec, self.supervisor_id, pool_owner=self.owner, low_weight=slot.low_weight)
+
+    def _write_recipe(self, project_root: Path, slot: PooledContainer, kwargs: dict[str, Any]) -> None:
+        digest = config_digest(project_root)
+        write_recipe(self.runtime, Recipe(digest, kwargs, slot.slot_id, self.owner, str(slot.rundir.path)))
+
+    async def _adopted(self, slot: PooledContainer) -> bool:
+        """Take the prestarted container as ``slot``'s if it is exactly the one the pool would create;
+        else remove it (and give the slot a fresh id). False without a prestart for this slot."""
+        prestart = self._prestart
+        if prestart is None or prestart.slot_id != slot.slot_id:
+            return False
+        self._prestart = None
+        container_id = await anyio.to_thread.run_sync(prestart.started)
+        rundir = prestart.rundir
+        kwargs = None if rundir is None else self._kwargs(slot, rundir.path)
+        if (
+            container_id
+            and rundir
+            and kwargs
+            and prestart.matches(kwargs, runtime=self.runtime, owner=self.owner)
+        ):
+            slot.rundir, slot.container_id = rundir, container_id
+            slot._fds.extend(prestart.fds)
+            prestart.fds.clear()
+            prestart.close()
+            _log.info("pool_prestart_adopted", slot_id=slot.slot_id, container_id=container_id[:12])
+            return True
+        _log.info(
+            "pool_prestart_discarded", slot_id=slot.slot_id, reason=prestart.error or "arguments differ"
+        )
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=False))
+        slot.slot_id = f"W-{secrets.token_hex(6)}"
+        return False
+
     async def _ended_unclaimed(self, slot: PooledContainer) -> bool:
         """Wait while ``slot`` waits for its claim; True if its container ended first (its claim, an
         eviction or an engine that cannot be asked end the wait with False)."""
@@ -352,13 +342,8 @@ class WarmPool:
         return False
 
     def _prepare(self, slot: PooledContainer) -> LaunchRuntimeDir:
-        rundir = self.runtime.create(slot.slot_id)
-        slot.rundir = rundir
-        for name in (READY_FIFO, GO_FIFO):
-            path = rundir.make_fifo(name)
-            # Held read-write by the supervisor: neither end's open blocks, and reads wait for data.
-            slot._fds.append(os.open(path, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC))
-        return rundir
+        slot.rundir = open_slot(self.runtime, slot.slot_id, slot._fds)
+        return slot.rundir
 
     async def _await_ready(self, slot: PooledContainer) -> bool:
         """True once the container says ready on its FIFO; False if it exits (or takes too long)."""
@@ -391,8 +376,3 @@ class WarmPool:
                 _log.warning("pool_remove_failed", slot_id=slot.slot_id, error=exc.message)
             await anyio.to_thread.run_sync(slot.rundir.remove)
         self._release(slot)
-
-
-def _no_dir() -> LaunchRuntimeDir:
-    """The placeholder directory of a slot not prepared yet."""
-    return LaunchRuntimeDir("", Path())

@@ -7,35 +7,50 @@ and cleans up after dead ones with the reaper; both build on this package.
 
 from __future__ import annotations
 
-from supervisor.launch._client_config import (
-    MCP_CONFIG_FILE,
-    MCP_SERVER_NAME,
-    client_environment,
-    mcp_client_config,
-)
-from supervisor.launch._ending import end_status, redacted_tail, tail_margin
-from supervisor.launch._lease import OwnerLease
-from supervisor.launch._ownership import OwnerLock, Ownership, live_owners, owner_for
-from supervisor.launch._plan import LaunchPlan, oracle_plan
-from supervisor.launch._progress import PhaseReporter, report_phase
-from supervisor.launch._result import LaunchResult, unwrap_error
-from supervisor.launch._runtime_dir import CONTAINER_MOUNT, LaunchRuntimeDir, RuntimeRoot
-from supervisor.launch._socket import launch_socket
-from supervisor.launch._spec import (
-    DEFAULT_CPU_SHARES,
-    LABEL_LAUNCH,
-    LABEL_POOL,
-    LABEL_SUPERVISOR,
-    ROLE_PYTHON,
-    ContainerOutcome,
-    LaunchLimits,
-    LaunchPhase,
-    LaunchSpec,
-    container_kwargs,
-    container_name,
-    parse_memory,
-    supervisor_id_for,
-)
+from typing import TYPE_CHECKING
+
+from store import lazy_exports
+
+if TYPE_CHECKING:
+    from supervisor.launch._client_config import (
+        MCP_CONFIG_FILE,
+        MCP_SERVER_NAME,
+        client_environment,
+        mcp_client_config,
+    )
+    from supervisor.launch._ending import end_status, redacted_tail, tail_margin
+    from supervisor.launch._lease import OwnerLease
+    from supervisor.launch._ownership import (
+        OwnerLock,
+        Ownership,
+        live_owners,
+        owner_directory,
+        owner_for,
+    )
+    from supervisor.launch._plan import LaunchPlan, oracle_plan
+    from supervisor.launch._progress import PhaseReporter, report_phase
+    from supervisor.launch._result import LaunchResult, unwrap_error
+    from supervisor.launch._runtime_dir import (
+        CONTAINER_MOUNT,
+        LaunchRuntimeDir,
+        RuntimeRoot,
+        supervisor_id_for,
+    )
+    from supervisor.launch._socket import launch_socket
+    from supervisor.launch._spec import (
+        DEFAULT_CPU_SHARES,
+        LABEL_LAUNCH,
+        LABEL_POOL,
+        LABEL_SUPERVISOR,
+        ROLE_PYTHON,
+        ContainerOutcome,
+        LaunchLimits,
+        LaunchPhase,
+        LaunchSpec,
+        container_kwargs,
+        container_name,
+        parse_memory,
+    )
 
 __all__ = [
     "CONTAINER_MOUNT",
@@ -66,6 +81,7 @@ __all__ = [
     "live_owners",
     "mcp_client_config",
     "oracle_plan",
+    "owner_directory",
     "owner_for",
     "parse_memory",
     "redacted_tail",
@@ -74,3 +90,59 @@ __all__ = [
     "tail_margin",
     "unwrap_error",
 ]
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "supervisor.launch._client_config": (
+        "MCP_CONFIG_FILE",
+        "MCP_SERVER_NAME",
+        "client_environment",
+        "mcp_client_config",
+    ),
+    "supervisor.launch._ending": (
+        "end_status",
+        "redacted_tail",
+        "tail_margin",
+    ),
+    "supervisor.launch._lease": ("OwnerLease",),
+    "supervisor.launch._ownership": (
+        "OwnerLock",
+        "Ownership",
+        "live_owners",
+        "owner_directory",
+        "owner_for",
+    ),
+    "supervisor.launch._plan": (
+        "LaunchPlan",
+        "oracle_plan",
+    ),
+    "supervisor.launch._progress": (
+        "PhaseReporter",
+        "report_phase",
+    ),
+    "supervisor.launch._result": (
+        "LaunchResult",
+        "unwrap_error",
+    ),
+    "supervisor.launch._runtime_dir": (
+        "CONTAINER_MOUNT",
+        "LaunchRuntimeDir",
+        "RuntimeRoot",
+        "supervisor_id_for",
+    ),
+    "supervisor.launch._socket": ("launch_socket",),
+    "supervisor.launch._spec": (
+        "DEFAULT_CPU_SHARES",
+        "LABEL_LAUNCH",
+        "LABEL_POOL",
+        "LABEL_SUPERVISOR",
+        "ROLE_PYTHON",
+        "ContainerOutcome",
+        "LaunchLimits",
+        "LaunchPhase",
+        "LaunchSpec",
+        "container_kwargs",
+        "container_name",
+        "parse_memory",
+    ),
+}
+__getattr__ = lazy_exports(__name__, _EXPORTS)

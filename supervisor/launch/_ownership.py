@@ -20,15 +20,13 @@ import re
 import secrets
 from collections.abc import Collection, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from store.launches import LeaseStore
-from supervisor.launch._lease import OwnerLease
+from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from store import Store
+    from supervisor.launch._lease import OwnerLease
 
-__all__ = ["OwnerLock", "Ownership", "live_owners", "owner_for"]
+__all__ = ["OwnerLock", "Ownership", "live_owners", "owner_directory", "owner_for"]
 
 _NAME = re.compile(r"[0-9]+-[0-9a-f]{8}")
 
@@ -54,7 +52,10 @@ class OwnerLock:
         return self.directory / f"{self.name}.lock"
 
     def acquire(self) -> None:
-        """Create the lock file and lock it (the owner is alive from here on)."""
+        """Create the lock file and lock it (the owner is alive from here on); held already (a cold
+        launch's prestart took it for this supervisor: :mod:`supervisor.docker._prestart`), nothing."""
+        if self._fd is not None:
+            return
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -80,13 +81,21 @@ class OwnerLock:
         return {name for name in set(names) if _probe(self.directory, name) is False}
 
 
-Ownership = OwnerLock | OwnerLease
+Ownership: TypeAlias = "OwnerLock | OwnerLease"
 """What a supervisor holds to own its launches: a lock on one machine, a lease across hosts."""
+
+
+def owner_directory(runtime_path: Path, supervisor_id: str) -> Path:
+    """Where the owner locks of the supervisor whose runtime directory is ``runtime_path`` live."""
+    return runtime_path.parent / "owners" / supervisor_id[:12]
 
 
 def owner_for(store: Store, directory: Path) -> Ownership:
     """A lease on a PostgreSQL store (``[supervisor] lease_ttl_seconds``), else a lock in ``directory``."""
     if store.db.backend == "postgresql":
+        from store.launches import LeaseStore  # the lock alone imports nothing of the store
+        from supervisor.launch._lease import OwnerLease
+
         return OwnerLease(
             LeaseStore(store.launches),
             ttl_seconds=store.config.supervisor.lease_ttl_seconds,

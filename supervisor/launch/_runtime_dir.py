@@ -26,6 +26,7 @@ launch ends (:meth:`LaunchRuntimeDir.remove`) or, after a crash, by the reaper
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -44,6 +45,7 @@ __all__ = [
     "LaunchRuntimeDir",
     "RuntimeRoot",
     "default_runtime_base",
+    "supervisor_id_for",
 ]
 
 CONTAINER_UID = 10001
@@ -55,6 +57,12 @@ SOCKET_FILE = "mcp.sock"
 MAX_SOCKET_PATH_BYTES = 107
 _SUFFIX = re.compile(r"[0-9a-f]{12}")
 _SUFFIX_LEN = 12
+
+
+def supervisor_id_for(project_root: Path) -> str:
+    """The stable id a project's supervisor labels its containers with (from the project's path)."""
+    digest = hashlib.sha256(str(Path(project_root).resolve()).encode()).hexdigest()
+    return f"rt{digest[:14]}"
 
 
 def default_runtime_base() -> Path:

@@ -12,7 +12,6 @@ message queues in ``/dev/mqueue``) and a size-capped ``json-file`` log.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ from store import check_int
 from store.config import ContainerConfig
 from store.errors import InvalidArgument
 from store.launches import LaunchStatus
-from supervisor.launch._runtime_dir import CONTAINER_MOUNT
+from supervisor.launch._runtime_dir import CONTAINER_MOUNT, supervisor_id_for
 
 __all__ = [
     "CONTAINER_USER",
@@ -88,12 +87,6 @@ def parse_memory(text: str | int) -> int:
     if value < 6 * 1024**2:  # the engine's own minimum
         raise InvalidArgument(f"memory limit {text!r} is below the engine's minimum of 6m")
     return check_int("the memory limit in bytes", value)  # the engine takes a 64-bit integer
-
-
-def supervisor_id_for(project_root: Path) -> str:
-    """The stable id a project's supervisor labels its containers with (from the project's path)."""
-    digest = hashlib.sha256(str(Path(project_root).resolve()).encode()).hexdigest()
-    return f"rt{digest[:14]}"
 
 
 def container_name(launch_id: str) -> str:

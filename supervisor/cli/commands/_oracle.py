@@ -47,12 +47,17 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
     body = hand_off(state_dir_of(args.root), "oracle.launch", handed, on_phase)
     if body is None:
         from supervisor import Supervisor
+        from supervisor.cli._quick import take_prestart
 
         with open_project(args.root) as store:
             # One pooled container, started before the launch machinery is imported: a cold launch's
             # container starts while this process loads what serves its socket.
             pooled = 1 if args.provider in (None, store.config.roles.memory_oracle.provider) else 0
-            async with Supervisor(store) as supervisor, supervisor.warm(pooled, one_shot=True) as pool:
+            prestart = take_prestart() if pooled else None  # started by the quick path, if any
+            async with (
+                Supervisor(store, prestart=prestart) as supervisor,
+                supervisor.warm(pooled, one_shot=True) as pool,
+            ):
                 result = await supervisor.launch_role(
                     "memory_oracle",
                     args.proposal_id,

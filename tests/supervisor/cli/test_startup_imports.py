@@ -77,8 +77,17 @@ PARSER_ONLY = (
 )
 """Never imported to print help or a usage error: everything a command imports to run."""
 
-OURS_FOR_THE_PARSER = ("supervisor", "supervisor.cli", "store", "store.errors", "store._text")
-"""All of our modules that ``--help`` may import: the CLI itself and the store's errors."""
+OURS_FOR_THE_PARSER = (
+    "supervisor",
+    "supervisor.cli",
+    "store",
+    "store.errors",
+    "store._text",
+    "store._lazy",
+    "store._plain_structlog",
+)
+"""All of our modules that ``--help`` may import: the CLI itself, the store's errors and what its
+package root is made of (its lazy exports, the finder that keeps rich out of structlog)."""
 
 
 def _matches(module: str, names: tuple[str, ...]) -> bool:
