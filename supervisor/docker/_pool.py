@@ -298,7 +298,10 @@ class WarmPool:
 
     def _write_recipe(self, project_root: Path, slot: PooledContainer, kwargs: dict[str, Any]) -> None:
         digest = config_digest(project_root)
-        write_recipe(self.runtime, Recipe(digest, kwargs, slot.slot_id, self.owner, str(slot.rundir.path)))
+        rundir = str(slot.rundir.path)
+        write_recipe(
+            self.runtime, Recipe(digest, kwargs, slot.slot_id, self.owner, rundir, self.supervisor_id)
+        )
 
     async def _adopted(self, slot: PooledContainer) -> bool:
         """Take the prestarted container as ``slot``'s if it is exactly the one the pool would create;

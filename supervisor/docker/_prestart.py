@@ -8,13 +8,16 @@ then adds its own create and start to. A *prestart* overlaps the two.
 
 * Each one-shot pool that creates its container records how, in a **recipe**: the create arguments
   (:func:`~supervisor.launch.container_kwargs`, every hardening measure), the slot, owner and
-  runtime directory they name, and the SHA-256 of the project's ``config.toml``. The recipe lives in
-  the supervisor's private runtime base (0700, ours, checked), never in the project.
+  runtime directory and supervisor id they name, and the SHA-256 of the project's ``config.toml``.
+  The recipe lives in the private runtime base (0700, ours, checked), never in the project, twice:
+  as the project's, and as the configuration's (any project with the same ``config.toml``, say a
+  new one whose first launch this is, may start from it).
 * The next such command, on its quick path (:mod:`supervisor.cli._quick`, before the parser, the
-  store or the launch machinery are imported), reads the recipe when the configuration's digest
-  still matches, takes the supervisor's owner lock, and in a thread prepares a pool slot (its
-  runtime directory and FIFOs, :mod:`supervisor.docker._slot`) and creates and starts the container
-  with the recipe's arguments, the new slot, owner and directory substituted.
+  store or the launch machinery are imported), reads its project's recipe, else its
+  configuration's, when the digest matches, takes the supervisor's owner lock, and in a thread
+  prepares a pool slot (its runtime directory and FIFOs, :mod:`supervisor.docker._slot`) and
+  creates and starts the container with the recipe's arguments, the new slot, owner, directory and
+  supervisor id substituted.
 * When the command's pool fills its slot, it **adopts** the container only if the arguments it
   computes from the real configuration are exactly those that were sent
   (:meth:`Prestart.matches`); otherwise it removes the container and creates its own. The recipe is
@@ -46,7 +49,15 @@ from supervisor.docker._engine_api import EngineApiBackend, engine_address, unix
 from supervisor.docker._slot import open_slot
 from supervisor.launch import LaunchRuntimeDir, OwnerLock, RuntimeRoot, owner_directory, supervisor_id_for
 
-__all__ = ["Prestart", "Recipe", "begin_prestart", "config_digest", "recipe_path", "write_recipe"]
+__all__ = [
+    "Prestart",
+    "Recipe",
+    "begin_prestart",
+    "config_digest",
+    "recipe_path",
+    "shared_recipe_path",
+    "write_recipe",
+]
 
 _RECIPE_VERSION = 1
 _MAX_RECIPE_BYTES = 64 * 1024
@@ -57,6 +68,12 @@ _DISCARD_WAIT_SECONDS = 60.0
 def recipe_path(runtime: RuntimeRoot) -> Path:
     """Where the recipe of the supervisor whose runtime directory is ``runtime`` lives."""
     return runtime.base / "prestart" / f"{runtime.path.name}.json"
+
+
+def shared_recipe_path(runtime: RuntimeRoot, config_sha256: str) -> Path:
+    """Where the recipe any project of this configuration may start from lives (a new project's
+    first cold launch has none of its own; ``init`` writes the same configuration every time)."""
+    return runtime.base / "prestart" / f"config-{config_sha256[:32]}.json"
 
 
 def config_digest(project_root: Path) -> str:
@@ -70,20 +87,28 @@ def config_digest(project_root: Path) -> str:
 @dataclass(frozen=True)
 class Recipe:
     """How a one-shot pool created its container: the arguments and the values in them that belong
-    to that one slot (its id, its pool owner, its runtime directory)."""
+    to that one slot (its id, its pool owner, its runtime directory) and to its project (the
+    supervisor id)."""
 
     config_sha256: str
     kwargs: Mapping[str, Any]
     slot_id: str
     owner: str
     rundir: str
+    supervisor_id: str
 
-    def for_slot(self, slot_id: str, owner: str, rundir: str) -> dict[str, Any]:
+    def for_slot(self, slot_id: str, owner: str, rundir: str, supervisor_id: str) -> dict[str, Any]:
         """The arguments for another slot: every occurrence of the recorded slot's values replaced.
 
-        The directory is replaced first, for it holds the slot id's random part; the values are
-        random names, so nothing else in the arguments can contain them."""
-        replacements = ((self.rundir, rundir), (self.slot_id, slot_id), (self.owner, owner))
+        The directory is replaced first, for it holds the slot id's random part and the supervisor
+        id's first characters; the values are random names or digests, so nothing else in the
+        arguments can contain them."""
+        replacements = (
+            (self.rundir, rundir),
+            (self.slot_id, slot_id),
+            (self.owner, owner),
+            (self.supervisor_id, supervisor_id),
+        )
         kwargs = _substituted(self.kwargs, replacements)
         assert isinstance(kwargs, dict)
         return kwargs
@@ -92,7 +117,8 @@ class Recipe:
         """The recipe file's text."""
         return json.dumps(
             {"version": _RECIPE_VERSION, "config_sha256": self.config_sha256, "kwargs": self.kwargs,
-             "slot_id": self.slot_id, "owner": self.owner, "rundir": self.rundir},
+             "slot_id": self.slot_id, "owner": self.owner, "rundir": self.rundir,
+             "supervisor_id": self.supervisor_id},
             sort_keys=True,
         )  # fmt: skip
 
@@ -105,13 +131,13 @@ class Recipe:
             return None
         if not isinstance(data, dict) or data.get("version") != _RECIPE_VERSION:
             return None
-        values = [data.get(key) for key in ("config_sha256", "slot_id", "owner", "rundir")]
+        values = [data.get(key) for key in ("config_sha256", "slot_id", "owner", "rundir", "supervisor_id")]
         if not all(isinstance(value, str) and value for value in values) or not isinstance(
             data.get("kwargs"), dict
         ):
             return None
-        digest, slot_id, owner, rundir = (str(value) for value in values)
-        return cls(digest, data["kwargs"], slot_id, owner, rundir)
+        digest, slot_id, owner, rundir, supervisor_id = (str(value) for value in values)
+        return cls(digest, data["kwargs"], slot_id, owner, rundir, supervisor_id)
 
 
 def _substituted(value: Any, replacements: tuple[tuple[str, str], ...]) -> Any:
@@ -127,16 +153,21 @@ def _substituted(value: Any, replacements: tuple[tuple[str, str], ...]) -> Any:
 
 
 def write_recipe(runtime: RuntimeRoot, recipe: Recipe) -> None:
-    """Record ``recipe`` for the next cold launch (atomically: a reader sees the old or the new one)."""
-    path = recipe_path(runtime)
-    runtime.ensure()  # the private base the recipe's directory lives in
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path.parent, 0o700)
+    """Record ``recipe`` for the next cold launch of this project and of any project with this
+    configuration (atomically: a reader sees the old or the new one)."""
+    runtime.ensure()  # the private base the recipes' directory lives in
+    for path in (recipe_path(runtime), shared_recipe_path(runtime, recipe.config_sha256)):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path.parent, 0o700)
+        _write_private(path, recipe.to_json())
+
+
+def _write_private(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "w") as handle:
-            handle.write(recipe.to_json())
+            handle.write(text)
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
@@ -168,6 +199,7 @@ class Prestart:
     lock: OwnerLock
     slot_id: str
     recipe: Recipe
+    supervisor_id: str
     rundir: LaunchRuntimeDir | None = None
     fds: list[int] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
@@ -179,7 +211,9 @@ class Prestart:
     def _run(self, socket_path: str) -> None:
         try:
             self.rundir = open_slot(self.runtime, self.slot_id, self.fds)
-            self.kwargs = self.recipe.for_slot(self.slot_id, self.lock.name, str(self.rundir.path))
+            self.kwargs = self.recipe.for_slot(
+                self.slot_id, self.lock.name, str(self.rundir.path), self.supervisor_id
+            )
             self._backend = EngineApiBackend(socket_path)
             self.container_id = self._backend.create(self.kwargs)
             self._backend.start(self.container_id)
@@ -247,14 +281,17 @@ def begin_prestart(project_root: Path) -> Prestart | None:
         runtime.ensure()  # refuses a base that is not ours and private: then no recipe is trusted
     except Exception:  # the launch's own start reports what is wrong with the runtime directory
         return None
+    digest = config_digest(project_root)
     recipe = _read_recipe(recipe_path(runtime))
-    if recipe is None or recipe.config_sha256 != config_digest(project_root):
+    if recipe is None or recipe.config_sha256 != digest:
+        recipe = _read_recipe(shared_recipe_path(runtime, digest)) if digest else None
+    if recipe is None or recipe.config_sha256 != digest:
         return None
     lock = OwnerLock(owner_directory(runtime.path, supervisor_id))
     try:
         lock.acquire()
     except OSError:
         return None
-    prestart = Prestart(runtime, lock, f"W-{secrets.token_hex(6)}", recipe)
+    prestart = Prestart(runtime, lock, f"W-{secrets.token_hex(6)}", recipe, supervisor_id)
     threading.Thread(target=prestart._run, args=(socket_path,), name="prestart", daemon=True).start()
     return prestart

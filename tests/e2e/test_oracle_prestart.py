@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import stat
 import subprocess
 import sys
@@ -20,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from store import ProjectPaths, Store
+from store import ProjectPaths, Store, init_project, open_store
 from supervisor.cli._demo import DEMO_PATCH
-from supervisor.docker._prestart import recipe_path
+from supervisor.docker._prestart import config_digest, recipe_path, shared_recipe_path
 from supervisor.launch import LABEL_SUPERVISOR, RuntimeRoot, owner_directory, supervisor_id_for
 from tests.e2e.conftest import ReviewScene, operator_call
 
@@ -54,6 +55,12 @@ def _named(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
 
 def _runtime(paths: ProjectPaths) -> RuntimeRoot:
     return RuntimeRoot(supervisor_id_for(paths.root))
+
+
+def _recipes(paths: ProjectPaths) -> list[Path]:
+    """The project's recipe and its configuration's (which any project of that config may use)."""
+    runtime = _runtime(paths)
+    return [recipe_path(runtime), shared_recipe_path(runtime, config_digest(paths.root))]
 
 
 def _assert_nothing_left(paths: ProjectPaths, docker_sdk: Any) -> None:
@@ -89,13 +96,19 @@ async def _new_proposal(scene: ReviewScene, store: Store) -> str:
 
 @pytest.fixture
 async def primed(scene: ReviewScene, role_image_tag: str, docker_sdk: Any) -> AsyncIterator[ReviewScene]:
-    """A scene whose first cold launch ran (and so recorded the recipe); removed afterwards."""
+    """A scene whose first cold launch ran (and so recorded the recipes); removed afterwards.
+
+    Its ``config.toml`` ends with a comment of its own, so no other project's recipe fits it."""
+    config = scene.paths.config_file
+    config.write_text(config.read_text() + f"# {secrets.token_hex(8)}\n")
     done, events = _launch(scene, scene.proposal_id)
     assert done.returncode == 0, done.stderr
     assert not _named(events, "pool_prestart_adopted"), "no recipe existed: nothing to adopt"
+    recipes = _recipes(scene.paths)
     yield scene
     _assert_nothing_left(scene.paths, docker_sdk)
-    recipe_path(_runtime(scene.paths)).unlink(missing_ok=True)
+    for path in [*recipes, *_recipes(scene.paths)]:
+        path.unlink(missing_ok=True)
 
 
 async def test_the_first_launch_records_a_private_recipe(primed: ReviewScene) -> None:
@@ -145,12 +158,14 @@ async def test_a_recipe_the_configuration_would_not_create_is_removed_not_adopte
 async def test_a_changed_configuration_or_an_untrusted_recipe_starts_nothing(
     primed: ReviewScene, store: Store
 ) -> None:
-    path = recipe_path(_runtime(primed.paths))
-    path.chmod(0o666)  # writable by others: never trusted
+    paths = _recipes(primed.paths)
+    for path in paths:
+        path.chmod(0o666)  # writable by others: never trusted
     done, events = _launch(primed, await _new_proposal(primed, store))
     assert done.returncode == 0, done.stderr
     assert not _named(events, "pool_prestart_adopted") and not _named(events, "pool_prestart_discarded")
-    path.chmod(0o600)
+    for path in paths:
+        path.chmod(0o600)
     config = primed.paths.config_file
     config.write_text(
         re.sub(r"(?m)^timeout_seconds = .*$", "timeout_seconds = 299", config.read_text(), count=1)
@@ -158,6 +173,39 @@ async def test_a_changed_configuration_or_an_untrusted_recipe_starts_nothing(
     done, events = _launch(primed, await _new_proposal(primed, store))
     assert done.returncode == 0, done.stderr
     assert not _named(events, "pool_prestart_adopted") and not _named(events, "pool_prestart_discarded")
+
+
+async def test_a_new_project_of_the_same_configuration_prestarts_its_first_launch(
+    primed: ReviewScene, tmp_path: Path, docker_sdk: Any
+) -> None:
+    paths, _ = init_project(tmp_path / "second")
+    paths.config_file.write_text(primed.paths.config_file.read_text())
+    other = open_store(paths)
+    try:
+        task = await operator_call(other, "task.create", {"title": "Another project's task"})
+        created = await operator_call(
+            other,
+            "proposal.create",
+            {
+                "task_id": task["task"]["id"],
+                "agent_id": "implementer-1",
+                "title": "Raw SQL",
+                "patch": DEMO_PATCH,
+            },
+        )
+        proposal_id = str(created["proposal"]["id"])
+        await operator_call(other, "proposal.request_review", {"proposal_id": proposal_id})
+    finally:
+        other.close()
+    scene = ReviewScene(paths, primed.decision_id, primed.unrelated_id, "", proposal_id)
+    try:
+        done, events = _launch(scene, proposal_id)
+        assert done.returncode == 0, done.stderr
+        assert len(_named(events, "pool_prestart_adopted")) == 1, events
+        assert json.loads(done.stdout)["launch"]["status"] == "exited"
+        _assert_nothing_left(paths, docker_sdk)
+    finally:
+        recipe_path(_runtime(paths)).unlink(missing_ok=True)
 
 
 async def test_a_command_that_fails_removes_its_prestarted_container(
