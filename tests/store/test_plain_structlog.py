@@ -34,5 +34,7 @@ def test_structlog_loads_without_rich_and_rich_still_loads() -> None:
 def test_nothing_changes_when_structlog_is_already_loaded() -> None:
     pytest.importorskip("rich")
     probe = "import structlog, sys; import store; print(structlog.dev.rich is not None)"
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=_REPO, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=_REPO, check=True
+    )
     assert done.stdout.strip() == "True"
