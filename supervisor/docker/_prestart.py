@@ -61,6 +61,7 @@ __all__ = [
 
 _RECIPE_VERSION = 1
 _MAX_RECIPE_BYTES = 64 * 1024
+_MAX_RECIPES = 64
 _CONFIG_FILE = Path(".roundtable") / "config.toml"
 _DISCARD_WAIT_SECONDS = 60.0
 
@@ -160,6 +161,16 @@ def write_recipe(runtime: RuntimeRoot, recipe: Recipe) -> None:
         with contextlib.suppress(FileExistsError):
             os.mkdir(path.parent, 0o700)
         _write_private(path, recipe.to_json())
+    _keep_newest(recipe_path(runtime).parent, _MAX_RECIPES)
+
+
+def _keep_newest(directory: Path, count: int) -> None:
+    """Remove all but the ``count`` most recently written recipes (projects come and go; nothing
+    else would ever remove the recipe of a deleted one)."""
+    with contextlib.suppress(OSError):
+        entries = sorted(directory.glob("*.json"), key=lambda path: path.stat().st_mtime, reverse=True)
+        for stale in entries[count:]:
+            stale.unlink(missing_ok=True)
 
 
 def _write_private(path: Path, text: str) -> None:

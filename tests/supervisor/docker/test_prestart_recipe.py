@@ -65,3 +65,16 @@ def test_a_written_recipe_reads_back_and_an_untrusted_one_does_not(tmp_path: Pat
     for text in ("not json", json.dumps({"version": 99}), json.dumps({"version": 1, "kwargs": []})):
         path.write_text(text)
         assert _read_recipe(path) is None
+
+
+def test_only_the_newest_recipes_are_kept(tmp_path: Path) -> None:
+    base = tmp_path / "base"
+    written = []
+    for number in range(70):
+        runtime = RuntimeRoot(f"rt{number:04x}{'a' * 10}", base=base)
+        write_recipe(runtime, _recipe())
+        written.append(recipe_path(runtime))
+        os.utime(written[-1], (number, number))  # distinct, increasing write times
+    kept = sorted(path.name for path in (base / "prestart").glob("*.json"))
+    assert len(kept) <= 64
+    assert written[-1].name in kept and written[0].name not in kept
