@@ -1,7 +1,10 @@
 """MemoryOracle launches: launch-to-warning time, and 8 concurrent launches against 8 sequential ones.
 
-Baseline, measured in the same run: a bare ``docker run --rm`` of the role image (``--version``),
-the floor any containerised role pays. Usage: ``python -m benchmarks.bench_oracle [--repeat N]``.
+In one supervisor process: cold launches (each creates its container), then the same launches as
+a long-running supervisor runs them, each claiming a container of its warm pool (``warm(2)``, the
+pool ready before each launch). Baseline, measured in the same run, before and after: a bare
+``docker run --rm`` of the role image (``--version``), the floor any containerised role pays.
+Usage: ``python -m benchmarks.bench_oracle [--repeat N]``.
 Needs the Docker engine and the role image (``make image``).
 """
 
@@ -101,13 +104,28 @@ async def _run(repeat: int) -> None:
                 for proposal_id in proposals:
                     tg.start_soon(supervisor.launch_role, "memory_oracle", proposal_id)
             concurrent = time.perf_counter() - start
+
+            # The same launches as a long-running supervisor runs them: each claims a container of
+            # its warm pool, started and waiting before the launch (``roundtable serve``).
+            warm_warning, warm_return = [], []
+            async with supervisor.warm(2) as pool:
+                assert pool is not None
+                for _ in range(repeat):
+                    await pool.until_ready()
+                    wall_start, start = time.time(), time.perf_counter()
+                    result = await supervisor.launch_role("memory_oracle", proposals[0])
+                    warm_return.append(time.perf_counter() - start)
+                    warm_warning.append(_parse(result.warnings[0].created_at) - wall_start)
         store.close()
+        bare += await anyio.to_thread.run_sync(_bare_docker_run, repeat)  # after as well as before
 
     bare_median = statistics.median(bare)
-    print(f"bare docker run --rm (--version)          median {bare_median * 1000:8.1f} ms  (n={repeat})")
+    print(f"bare docker run --rm (--version)          median {bare_median * 1000:8.1f} ms  (n={len(bare)})")
     for label, samples in (
         ("launch to warning event", to_warning),
         ("launch to result (cleaned up)", to_return),
+        ("warm pool: launch to warning event", warm_warning),
+        ("warm pool: launch to result", warm_return),
     ):
         median = statistics.median(samples)
         print(f"{label:<40} median {median * 1000:8.1f} ms  x{median / bare_median:5.2f} of bare run")
