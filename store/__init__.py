@@ -36,6 +36,7 @@ _plain_structlog.install()
 
 if TYPE_CHECKING:
     from store._feedback import FEEDBACK_EVENT, MAX_REASON_CHARS, OracleFeedback, Verdict
+    from store._ids import resolve_id_prefix
     from store._oracle import MAX_CITATIONS, MAX_EVIDENCE, MAX_EVIDENCE_LINE, MAX_EVIDENCE_TEXT, OracleStore
     from store._project import ProjectPaths, find_project_root, init_project
     from store._store import Store, open_store
@@ -143,4 +144,5 @@ _LAZY: dict[str, tuple[str, ...]] = {
         "WorkspaceStore",
     ),
 }
-__getattr__ = lazy_exports(__name__, _LAZY)
+if not TYPE_CHECKING:  # for mypy, the imports above: a misspelt name is an error
+    __getattr__ = lazy_exports(__name__, _LAZY)

@@ -188,8 +188,7 @@ class Supervisor:
                     background.start_soon(docker_side.watch_expired_owners, self.launcher, self._owner, watch)
                 try:
                     if pooled and isinstance(self.launcher, DockerLauncher):
-                        # one-shot: adopt the prestart; record a recipe if a prestart can take the lock
-                        recipe = one_shot and isinstance(self._owner, OwnerLock)
+                        recipe = one_shot and isinstance(self._owner, OwnerLock)  # prestarts take locks
                         self.pool = WarmPool(
                             self.launcher.docker,
                             self.runtime,
@@ -225,8 +224,9 @@ class Supervisor:
 
     async def _drop_prestart(self, *, release_lock: bool) -> None:
         if (prestart := self._prestart) is not None:
+            with anyio.CancelScope(shield=True):  # even on the way out of a cancelled command
+                await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=release_lock))
             self._prestart = None
-            await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=release_lock))
 
     async def _revoke_orphan(self, launch_id: str) -> None:
         await self.store.db.run(

@@ -246,18 +246,27 @@ def exchange(
 
 
 def hand_off(
-    state_dir: Path | None, op: str, args: dict[str, Any], on_phase: Reporter
+    state_dir: Path | None,
+    op: str,
+    args: dict[str, Any],
+    on_phase: Reporter,
+    *,
+    on_found: Callable[[], None] | None = None,
 ) -> dict[str, Any] | None:
     """Run ``op`` on the serve of ``state_dir`` and return its result; None when no serve runs there.
 
     ``on_phase`` receives ``handed_off`` first, then every phase the serve reports; an error the serve
-    answers is raised here as itself (the same code and message as in-process)."""
+    answers is raised here as itself (the same code and message as in-process). ``on_found`` runs
+    once a serve has answered the connection, before the hand-off (what the command started for an
+    in-process run, it can let go of then)."""
     target = None if state_dir is None else find_serve(state_dir)
     if target is None:
         return None
     sock = _connect(target)
     if sock is None:
         return None
+    if on_found is not None:
+        on_found()
     try:
         done, body = exchange(sock, target, op, args, on_phase)
     except HandoffBroken as exc:

@@ -128,16 +128,16 @@ def _begin_prestart(project_root: Path) -> None:
 
 
 def take_prestart() -> Prestart | None:
-    """The container :func:`quick_main` prestarted for this command's launch, handed over once."""
-    global _prestarted
-    prestart, _prestarted = _prestarted, None
-    return prestart
+    """The container :func:`quick_main` prestarted for this command's launch. It stays known here:
+    :func:`discard_prestart` removes it at the end unless a pool adopted it."""
+    return _prestarted
 
 
 def discard_prestart() -> None:
-    """Remove a prestarted container no launch took (the command ended another way: an error, a
-    serve that appeared meanwhile)."""
-    prestart = take_prestart()
+    """Remove a prestarted container no pool adopted (the command ended another way: an error, an
+    interruption, a serve that appeared meanwhile) and release its owner lock."""
+    global _prestarted
+    prestart, _prestarted = _prestarted, None
     if prestart is not None:
         prestart.discard(release_lock=True)
 

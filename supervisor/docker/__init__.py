@@ -106,4 +106,5 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "watch_expired_owners",
     ),
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # for mypy, the imports above: a misspelt name is an error
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -297,19 +297,23 @@ class WarmPool:
         return container_kwargs(spec, self.supervisor_id, pool_owner=self.owner, low_weight=slot.low_weight)
 
     def _write_recipe(self, project_root: Path, slot: PooledContainer, kwargs: dict[str, Any]) -> None:
+        """Record the recipe of ``slot``'s container; a failure costs the next launch its prestart only."""
         digest = config_digest(project_root)
-        rundir = str(slot.rundir.path)
-        write_recipe(
-            self.runtime, Recipe(digest, kwargs, slot.slot_id, self.owner, rundir, self.supervisor_id)
-        )
+        if not digest:
+            return
+        recipe = Recipe(digest, kwargs, slot.slot_id, self.owner, str(slot.rundir.path), self.supervisor_id)
+        try:
+            write_recipe(self.runtime, recipe)
+        except (OSError, RoundtableError) as exc:
+            _log.warning("prestart_recipe_not_written", error=str(exc))
 
     async def _adopted(self, slot: PooledContainer) -> bool:
         """Take the prestarted container as ``slot``'s if it is exactly the one the pool would create;
-        else remove it (and give the slot a fresh id). False without a prestart for this slot."""
+        else remove it (and give the slot a fresh id). False without a prestart for this slot. The
+        prestart stays the pool's to discard (:meth:`run`) until it is adopted or removed here."""
         prestart = self._prestart
         if prestart is None or prestart.slot_id != slot.slot_id:
             return False
-        self._prestart = None
         container_id = await anyio.to_thread.run_sync(prestart.started)
         rundir = prestart.rundir
         kwargs = None if rundir is None else self._kwargs(slot, rundir.path)
@@ -319,10 +323,11 @@ class WarmPool:
             and kwargs
             and prestart.matches(kwargs, runtime=self.runtime, owner=self.owner)
         ):
+            prestart.adopt()
+            self._prestart = None
             slot.rundir, slot.container_id = rundir, container_id
             slot._fds.extend(prestart.fds)
             prestart.fds.clear()
-            prestart.close()
             _log.info("pool_prestart_adopted", slot_id=slot.slot_id, container_id=container_id[:12])
             return True
         _log.info(
@@ -330,6 +335,7 @@ class WarmPool:
         )
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=False))
+        self._prestart = None
         slot.slot_id = f"W-{secrets.token_hex(6)}"
         return False
 

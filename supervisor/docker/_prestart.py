@@ -37,6 +37,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import stat
 import threading
@@ -46,8 +47,15 @@ from pathlib import Path
 from typing import Any
 
 from supervisor.docker._engine_api import EngineApiBackend, engine_address, unix_socket_path
+from supervisor.docker._prestart_check import canonical, hardening_problem
 from supervisor.docker._slot import open_slot
-from supervisor.launch import LaunchRuntimeDir, OwnerLock, RuntimeRoot, owner_directory, supervisor_id_for
+from supervisor.launch import (
+    LaunchRuntimeDir,
+    OwnerLock,
+    RuntimeRoot,
+    owner_directory,
+    supervisor_id_for,
+)
 
 __all__ = [
     "Prestart",
@@ -62,6 +70,9 @@ __all__ = [
 _RECIPE_VERSION = 1
 _MAX_RECIPE_BYTES = 64 * 1024
 _MAX_RECIPES = 64
+_SLOT = re.compile(r"W-[0-9a-f]{12}")
+_OWNER = re.compile(r"[0-9]+-[0-9a-f]{8}")
+_SUPERVISOR = re.compile(r"rt[0-9a-f]{14}")
 _CONFIG_FILE = Path(".roundtable") / "config.toml"
 _DISCARD_WAIT_SECONDS = 60.0
 
@@ -128,7 +139,7 @@ class Recipe:
         """The recipe in ``text``, or None when it is not one this version wrote."""
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if not isinstance(data, dict) or data.get("version") != _RECIPE_VERSION:
             return None
@@ -138,6 +149,10 @@ class Recipe:
         ):
             return None
         digest, slot_id, owner, rundir, supervisor_id = (str(value) for value in values)
+        if not (
+            _SLOT.fullmatch(slot_id) and _OWNER.fullmatch(owner) and _SUPERVISOR.fullmatch(supervisor_id)
+        ):
+            return None  # a value to substitute must be a random name, never a word like "ALL"
         return cls(digest, data["kwargs"], slot_id, owner, rundir, supervisor_id)
 
 
@@ -196,7 +211,8 @@ def _read_recipe(path: Path) -> Recipe | None:
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
             return None
         with os.fdopen(os.dup(fd), "rb") as handle:
-            return Recipe.parse(handle.read(_MAX_RECIPE_BYTES + 1)[:_MAX_RECIPE_BYTES])
+            text = handle.read(_MAX_RECIPE_BYTES + 1)
+        return Recipe.parse(text) if len(text) <= _MAX_RECIPE_BYTES else None
     finally:
         os.close(fd)
 
@@ -211,21 +227,33 @@ class Prestart:
     slot_id: str
     recipe: Recipe
     supervisor_id: str
+    recipe_file: Path | None = None
     rundir: LaunchRuntimeDir | None = None
     fds: list[int] = field(default_factory=list)
     kwargs: dict[str, Any] = field(default_factory=dict)
     container_id: str | None = None
     error: str | None = None
+    adopted: bool = False
+    """A pool took the container, its directory and its FIFOs: from then on they are the pool's."""
+    discarded: bool = False
     _backend: EngineApiBackend | None = field(default=None, repr=False)
     _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _guard: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def _run(self, socket_path: str) -> None:
         try:
             self.rundir = open_slot(self.runtime, self.slot_id, self.fds)
-            self.kwargs = self.recipe.for_slot(
+            kwargs = self.recipe.for_slot(
                 self.slot_id, self.lock.name, str(self.rundir.path), self.supervisor_id
             )
-            self._backend = EngineApiBackend(socket_path)
+            problem = hardening_problem(kwargs, rundir=str(self.rundir.path))
+            if problem is not None:
+                raise ValueError(f"the recipe is not a launch's: {problem}")
+            self.kwargs = kwargs
+            with self._guard:
+                if self.discarded:  # given up on while it prepared: create nothing
+                    return
+                self._backend = EngineApiBackend(socket_path)
             self.container_id = self._backend.create(self.kwargs)
             self._backend.start(self.container_id)
         except Exception as exc:  # a guess that did not work: the pool creates its own container
@@ -236,7 +264,8 @@ class Prestart:
     def started(self, timeout: float | None = None) -> str | None:
         """Wait for the thread; the started container's id, or None if it failed (see ``error``)."""
         self._done.wait(timeout)
-        return self.container_id if self._done.is_set() and self.error is None else None
+        usable = self._done.is_set() and self.error is None and not self.discarded
+        return self.container_id if usable else None
 
     def fits(self, runtime: RuntimeRoot, backend: str) -> bool:
         """Whether a supervisor with ``runtime`` on a ``backend`` store may take this prestart over:
@@ -246,16 +275,37 @@ class Prestart:
     def matches(self, kwargs: Mapping[str, Any], *, runtime: RuntimeRoot, owner: str) -> bool:
         """Whether a pool of ``runtime`` and ``owner`` would create this slot's container with exactly
         the arguments it was created with (``kwargs``: what the pool computes for this slot)."""
-        return (
-            runtime.path == self.runtime.path
-            and owner == self.lock.name
-            and json.loads(json.dumps(kwargs)) == self.kwargs
-        )
+        try:
+            same = canonical(kwargs) == canonical(self.kwargs)
+        except (TypeError, ValueError):
+            return False
+        return runtime.path == self.runtime.path and owner == self.lock.name and same
+
+    def adopt(self) -> None:
+        """Hand the container, its directory and its FIFOs to the pool that took it (:meth:`discard`
+        then leaves them alone) and mark the recipe used, so the newest-kept rule keeps it."""
+        with self._guard:
+            self.adopted = True
+            fds, self.fds = self.fds, []
+        self.close()
+        self.fds = fds
+        if self.recipe_file is not None:
+            with contextlib.suppress(OSError):
+                os.utime(self.recipe_file)
 
     def discard(self, *, release_lock: bool) -> None:
-        """Remove the container (once its thread is done), the directory and the FIFOs; release the
-        owner lock too unless a supervisor took it over. Blocking; never raises (what is left, the
-        reaper removes)."""
+        """Remove the container (once its thread is done), the directory and the FIFOs, unless a pool
+        adopted them or they are gone already; release the owner lock too unless a supervisor took it
+        over. Blocking; never raises (what is left, the reaper removes)."""
+        with self._guard:
+            settled, self.discarded = self.adopted or self.discarded, True
+        if not settled:
+            self._remove()
+        if release_lock:
+            with contextlib.suppress(OSError):
+                self.lock.release()
+
+    def _remove(self) -> None:
         self._done.wait(_DISCARD_WAIT_SECONDS)
         name = self.container_id or self.kwargs.get("name")
         with contextlib.suppress(Exception):
@@ -265,9 +315,6 @@ class Prestart:
         if self.rundir is not None:
             with contextlib.suppress(OSError):
                 self.rundir.remove()
-        if release_lock:
-            with contextlib.suppress(OSError):
-                self.lock.release()
 
     def close(self) -> None:
         """Close the FIFOs and the engine connection (an adopting pool holds its own)."""
@@ -293,9 +340,11 @@ def begin_prestart(project_root: Path) -> Prestart | None:
     except Exception:  # the launch's own start reports what is wrong with the runtime directory
         return None
     digest = config_digest(project_root)
-    recipe = _read_recipe(recipe_path(runtime))
-    if recipe is None or recipe.config_sha256 != digest:
-        recipe = _read_recipe(shared_recipe_path(runtime, digest)) if digest else None
+    recipe_file = recipe_path(runtime)
+    recipe = _read_recipe(recipe_file)
+    if (recipe is None or recipe.config_sha256 != digest) and digest:
+        recipe_file = shared_recipe_path(runtime, digest)
+        recipe = _read_recipe(recipe_file)
     if recipe is None or recipe.config_sha256 != digest:
         return None
     lock = OwnerLock(owner_directory(runtime.path, supervisor_id))
@@ -303,6 +352,10 @@ def begin_prestart(project_root: Path) -> Prestart | None:
         lock.acquire()
     except OSError:
         return None
-    prestart = Prestart(runtime, lock, f"W-{secrets.token_hex(6)}", recipe, supervisor_id)
-    threading.Thread(target=prestart._run, args=(socket_path,), name="prestart", daemon=True).start()
+    try:
+        prestart = Prestart(runtime, lock, f"W-{secrets.token_hex(6)}", recipe, supervisor_id, recipe_file)
+        threading.Thread(target=prestart._run, args=(socket_path,), name="prestart", daemon=True).start()
+    except Exception:  # the launch runs without one
+        lock.release()
+        return None
     return prestart

@@ -31,7 +31,9 @@ if TYPE_CHECKING:
     from supervisor.launch._progress import PhaseReporter, report_phase
     from supervisor.launch._result import LaunchResult, unwrap_error
     from supervisor.launch._runtime_dir import (
+        CONTAINER_GID,
         CONTAINER_MOUNT,
+        CONTAINER_UID,
         LaunchRuntimeDir,
         RuntimeRoot,
         supervisor_id_for,
@@ -53,7 +55,9 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CONTAINER_GID",
     "CONTAINER_MOUNT",
+    "CONTAINER_UID",
     "DEFAULT_CPU_SHARES",
     "LABEL_LAUNCH",
     "LABEL_POOL",
@@ -124,7 +128,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "unwrap_error",
     ),
     "supervisor.launch._runtime_dir": (
+        "CONTAINER_GID",
         "CONTAINER_MOUNT",
+        "CONTAINER_UID",
         "LaunchRuntimeDir",
         "RuntimeRoot",
         "supervisor_id_for",
@@ -145,4 +151,5 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "parse_memory",
     ),
 }
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+if not TYPE_CHECKING:  # for mypy, the imports above: a misspelt name is an error
+    __getattr__ = lazy_exports(__name__, _EXPORTS)

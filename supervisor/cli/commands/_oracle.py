@@ -38,16 +38,16 @@ async def _launch(args: argparse.Namespace) -> dict[str, Any]:
         return _launch_detached(args)
     from supervisor.cli._handoff import hand_off, state_dir_of
     from supervisor.cli._project import open_project
+    from supervisor.cli._quick import discard_prestart, take_prestart
 
     on_phase = foreground_reporter(args, "requested")
 
     # A `roundtable serve` on this project runs the launch, with its warm pool, when there is one
     # (and answers the same body, cited memories included: cited_warnings).
     handed = {"proposal_id": args.proposal_id, "provider": args.provider, "timeout": args.timeout}
-    body = hand_off(state_dir_of(args.root), "oracle.launch", handed, on_phase)
+    body = hand_off(state_dir_of(args.root), "oracle.launch", handed, on_phase, on_found=discard_prestart)
     if body is None:
         from supervisor import Supervisor
-        from supervisor.cli._quick import take_prestart
 
         with open_project(args.root) as store:
             # One pooled container, started before the launch machinery is imported: a cold launch's

@@ -1,13 +1,25 @@
-"""The prestart's recipe: written private and atomically, read only when trusted, re-aimed at a slot."""
+"""The prestart's recipe: written private and atomically, read only when trusted and hardened, re-aimed
+at a slot; and a prestart that a pool adopted, or that was discarded, is settled once."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import Any
 
-from supervisor.docker._prestart import Recipe, _read_recipe, recipe_path, shared_recipe_path, write_recipe
-from supervisor.launch import RuntimeRoot
+import pytest
+
+from supervisor.docker._prestart import (
+    Prestart,
+    Recipe,
+    _read_recipe,
+    recipe_path,
+    shared_recipe_path,
+    write_recipe,
+)
+from supervisor.docker._prestart_check import KEYS, hardening_problem
+from supervisor.launch import LaunchSpec, OwnerLock, RuntimeRoot, container_kwargs, owner_directory
 
 _KWARGS = {
     "name": "roundtable-W-0123456789ab",
@@ -78,3 +90,82 @@ def test_only_the_newest_recipes_are_kept(tmp_path: Path) -> None:
     kept = sorted(path.name for path in (base / "prestart").glob("*.json"))
     assert len(kept) <= 64
     assert written[-1].name in kept and written[0].name not in kept
+
+
+def _hardened_kwargs(rundir: str) -> dict[str, Any]:
+    plan_spec = LaunchSpec(
+        launch_id="W-0123456789ab",
+        role="memory_oracle",
+        proposal_id="unclaimed",
+        image="roundtable-role:0.1.0",
+        runtime_dir=Path(rundir),
+    )
+    return container_kwargs(plan_spec, "rt0123456789abcd", pool_owner="42-deadbeef", low_weight=False)
+
+
+def test_the_hardening_check_knows_every_argument_a_launch_has() -> None:
+    rundir = "/tmp/rt-0/rt0123456789/0123456789ab"
+    kwargs = _hardened_kwargs(rundir)
+    assert hardening_problem(kwargs, rundir=rundir) is None
+    pooled = container_kwargs(
+        LaunchSpec(launch_id="W-0123456789ab", role="r", proposal_id="p", image="i"), "rt0", pool_owner="o"
+    )
+    assert set(kwargs) | set(pooled) == set(KEYS)  # no key the check does not know, none it invents
+
+
+@pytest.mark.parametrize(
+    ("key", "weaker"),
+    [
+        ("privileged", True),
+        ("privileged", 0),  # not False: types count
+        ("read_only", False),
+        ("cap_drop", []),
+        ("security_opt", []),
+        ("network_mode", "bridge"),
+        ("ipc_mode", "host"),
+        ("user", "0:0"),
+        ("init", False),
+        ("mounts", [{"Target": "/run/roundtable", "Source": "/", "Type": "bind", "ReadOnly": False}]),
+        ("tmpfs", {"/tmp": "rw", "/etc": "rw"}),
+        ("cap_add", ["SYS_ADMIN"]),
+    ],
+)
+def test_a_recipe_weaker_than_a_launch_is_refused_before_anything_starts(key: str, weaker: object) -> None:
+    rundir = "/tmp/rt-0/rt0123456789/0123456789ab"
+    kwargs = {**_hardened_kwargs(rundir), key: weaker}
+    assert hardening_problem(kwargs, rundir=rundir) is not None
+
+
+def test_a_recipe_whose_values_are_not_random_names_is_refused() -> None:
+    good = json.loads(_recipe().to_json())
+    assert Recipe.parse(json.dumps(good).encode()) == _recipe()
+    for key, value in (("slot_id", "ALL"), ("owner", "true"), ("supervisor_id", "none")):
+        assert Recipe.parse(json.dumps({**good, key: value}).encode()) is None, key
+    assert Recipe.parse(b"[" * 50_000 + b"]" * 50_000) is None  # too deep for json: refused, not raised
+
+
+def test_an_oversized_recipe_is_refused_not_truncated(tmp_path: Path) -> None:
+    runtime = RuntimeRoot("rtabcdef0123456", base=tmp_path / "base")
+    write_recipe(runtime, _recipe())
+    path = recipe_path(runtime)
+    path.write_text(path.read_text()[:-1] + " " * 70_000 + "}")
+    assert _read_recipe(path) is None
+
+
+def test_a_discarded_prestart_is_not_adopted_and_an_adopted_one_is_not_removed(tmp_path: Path) -> None:
+    runtime = RuntimeRoot("rtabcdef0123456", base=tmp_path / "base")
+    runtime.ensure()
+    lock = OwnerLock(owner_directory(runtime.path, "rtabcdef0123456"))
+    lock.acquire()
+    adopted = Prestart(runtime, lock, "W-0123456789ab", _recipe(), "rtabcdef0123456")
+    adopted.rundir = runtime.create("W-0123456789ab")
+    adopted._done.set()
+    adopted.adopt()
+    adopted.discard(release_lock=False)
+    assert adopted.rundir.path.is_dir(), "an adopted prestart's directory is the pool's"
+    dropped = Prestart(runtime, lock, "W-fedcba987654", _recipe(), "rtabcdef0123456", container_id="c0ffee")
+    dropped.rundir = runtime.create("W-fedcba987654")
+    dropped._done.set()
+    dropped.discard(release_lock=True)
+    assert not dropped.rundir.path.exists() and dropped.started() is None
+    assert not lock.path.exists()
