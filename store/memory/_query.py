@@ -78,11 +78,24 @@ def search(
     can_index = trigram_phrase(needle) is not None
     few = route if isinstance(route, list) and can_index else None
     sql, params = substring_keys(needle, filters, indexed=route is True and can_index, candidates=few)
-    conn.create_function(SCORE_FUNCTION, 5, substring_score, deterministic=True)
+    return entries_in_order(conn, _scored_keys(conn, sql, params))
+
+
+def _scored_keys(conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> list[tuple[int, Any]]:
+    """The keys statement's rows, :data:`SCORE_FUNCTION` defined on ``conn`` the first time it is
+    missing there rather than before every search: defining a function expires every statement
+    SQLite has prepared on the connection, so each search re-prepared its statements (and the next
+    request's), ~0.07 ms of a 0.35 ms query. The statement fails at its preparation, before any
+    row, so it is simply run again."""
     cursor = conn.cursor()
     cursor.row_factory = None
-    keys: list[tuple[int, Any]] = cursor.execute(sql, params).fetchall()
-    return entries_in_order(conn, keys)
+    try:
+        return cursor.execute(sql, params).fetchall()
+    except sqlite3.OperationalError as exc:
+        if SCORE_FUNCTION not in str(exc):
+            raise
+    conn.create_function(SCORE_FUNCTION, 5, substring_score, deterministic=True)
+    return cursor.execute(sql, params).fetchall()
 
 
 def trigram_route(conn: sqlite3.Connection, needle: str, filters: MemoryFilter) -> list[int] | bool:
