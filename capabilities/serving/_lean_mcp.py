@@ -29,6 +29,7 @@ from capabilities.mcp import (
     ToolNaming,
     ToolRegistry,
     call_tool,
+    message_json,
     tool_entries,
     tool_result_json,
 )
@@ -248,7 +249,7 @@ class LeanMcp:
 
     @staticmethod
     async def _write(reply: Reply, status: int, message: dict[str, Any]) -> None:
-        await reply.send(status, _JSON, json.dumps(message, separators=(",", ":")).encode())
+        await reply.send(status, _JSON, message_json(message))
 
 
 def _request_shape(decoded: Any) -> object:
