@@ -120,7 +120,7 @@ async def _query(call: ToolCall) -> BuiltAnswer:
         raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
     store = call.services.store
     entries = await store.db.run(
-        store.memory.query,
+        store.memory.query_core,
         args.query,
         scope=args.scope,
         kind=args.kind,
@@ -129,9 +129,9 @@ async def _query(call: ToolCall) -> BuiltAnswer:
         match=args.match,
         allowed_scopes=allowed,
     )
-    # The entries' core projection is EntriesResult's JSON as it is: rows of our own database,
-    # not re-validated on every query (tests/capabilities/mcp/test_built_answers.py holds them to it).
-    return BuiltAnswer(EntriesResult, {"entries": [entry.core() for entry in entries]})
+    # The entries' core projection, built from their rows, is EntriesResult's JSON as it is: rows
+    # of our own database, not re-validated on every query (tests/capabilities/mcp/test_built_answers.py).
+    return BuiltAnswer(EntriesResult, {"entries": entries})
 
 
 async def _record(call: ToolCall) -> EntryResult:
