@@ -15,6 +15,7 @@ from capabilities.mcp._listing import (
     SERVER_NAME,
     message_json,
     result_text,
+    tool_call_json,
     tool_entries,
     tool_result_json,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "call_tool",
     "message_json",
     "result_text",
+    "tool_call_json",
     "tool_entries",
     "tool_naming",
     "tool_result_json",

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from capabilities.mcp import BuiltAnswer, ToolRegistry, call_tool, message_json
+from capabilities.mcp import (
+    BuiltAnswer,
+    ToolRegistry,
+    call_tool,
+    message_json,
+    tool_call_json,
+    tool_result_json,
+)
 from capabilities.mcp.tools._memory import EntriesResult, EntryResult
 from capabilities.principals import local_operator
 from capabilities.services import Services
@@ -70,3 +77,40 @@ def test_message_json_reads_back_as_json_dumps_writes_it(message: dict[str, Any]
     assert json.loads(written) == json.loads(json.dumps(message, separators=(",", ":")))
     if json.dumps(message) == json.dumps(message, ensure_ascii=False):  # ASCII only: byte for byte
         assert written == json.dumps(message, separators=(",", ":")).encode()
+
+
+_META = {
+    "resultType": "complete",
+    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "rt", "version": "1"}},
+}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"entries": [{"id": "M-1", "title": 'a "quoted" ✓ title\n', "score": 2.5, "checks": [TLS]}]},
+        {"entries": []},
+        {"entries": [{"score": float("inf")}]},  # written Infinity in both copies, as json.dumps does
+        {"error": {"code": "not_found", "message": "no tool named 'x'"}},
+    ],
+)
+@pytest.mark.parametrize("request_id", [7, "req-1"])
+def test_a_tool_call_answer_serialized_once_is_the_whole_messages_json(
+    body: dict[str, Any], request_id: int | str
+) -> None:
+    is_error = "error" in body
+    whole = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": {**tool_result_json(body, is_error=is_error), **_META},
+    }
+    written = tool_call_json(request_id, body, is_error=is_error, extra=_META)
+    assert json.loads(written) == whole
+    assert written == message_json(whole)  # byte for byte: the same keys, in the same order
+
+
+def test_an_answer_pydantic_refuses_takes_the_whole_messages_path() -> None:
+    lone = {"title": "\udc80"}  # a lone surrogate: json.dumps writes it escaped
+    written = tool_call_json(1, lone, is_error=False, extra={})
+    assert json.loads(written)["result"]["structuredContent"] == lone
+    assert json.loads(json.loads(written)["result"]["content"][0]["text"]) == lone
