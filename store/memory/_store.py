@@ -76,21 +76,11 @@ class MemoryStore:
         ).fetchall()
         return {row["id"]: entry_from_row(row) for row in rows}
 
-    def query(
-        self,
-        query: object = None,
-        *,
-        scope: object = None,
-        kind: object = None,
-        limit: object = None,
-        exclude_stale: object = False,
-        match: object = "substring",
-        allowed_scopes: frozenset[str] | None = None,
-    ) -> list[MemoryEntry]:
-        """``memory.query``: see the module docstring. ``allowed_scopes`` narrows to a grant's scopes."""
-        text, filters, ranked = query_arguments(
-            query, scope, kind, limit, exclude_stale, match, allowed_scopes=allowed_scopes
-        )
+    def query(self, query: object = None, **arguments: Any) -> list[MemoryEntry]:
+        """``memory.query``: see the module docstring. The arguments are those of
+        :func:`~store.memory._query.query_arguments` (``scope``, ``kind``, ``limit``,
+        ``exclude_stale``, ``match``); ``allowed_scopes`` narrows to a grant's scopes."""
+        text, filters, ranked = query_arguments(query, **arguments)
         return self.db.read(lambda conn: find(conn, text, filters, entry_from_values, ranked=ranked))
 
     def query_core(self, query: object = None, **arguments: Any) -> list[dict[str, Any]]:
