@@ -13,12 +13,14 @@ from capabilities.mcp._listing import (
     INSTRUCTIONS,
     PRINCIPAL_SCOPE_KEY,
     SERVER_NAME,
+    message_json,
     result_text,
+    tool_call_json,
     tool_entries,
     tool_result_json,
 )
 from capabilities.mcp._names import ToolNaming, tool_naming, underscore_alias
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolRegistry, ToolResult, ToolSpec
+from capabilities.mcp._registry import BuiltAnswer, ToolArgs, ToolCall, ToolRegistry, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
     from capabilities.mcp._server import RoundtableMCPServer
@@ -27,6 +29,7 @@ __all__ = [
     "INSTRUCTIONS",
     "PRINCIPAL_SCOPE_KEY",
     "SERVER_NAME",
+    "BuiltAnswer",
     "RoundtableMCPServer",
     "ToolArgs",
     "ToolCall",
@@ -36,7 +39,9 @@ __all__ = [
     "ToolResult",
     "ToolSpec",
     "call_tool",
+    "message_json",
     "result_text",
+    "tool_call_json",
     "tool_entries",
     "tool_naming",
     "tool_result_json",

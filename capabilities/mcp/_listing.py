@@ -23,7 +23,9 @@ __all__ = [
     "INSTRUCTIONS",
     "PRINCIPAL_SCOPE_KEY",
     "SERVER_NAME",
+    "message_json",
     "result_text",
+    "tool_call_json",
     "tool_entries",
     "tool_result_json",
 ]
@@ -77,6 +79,22 @@ def result_text(body: dict[str, Any]) -> str:
         return json.dumps(body, ensure_ascii=False, sort_keys=True)
 
 
+def message_json(message: dict[str, Any]) -> bytes:
+    """A JSON-RPC message as compact JSON bytes, as ``json.dumps(message, separators=(",", ":"))``
+    writes it but for non-ASCII text, written as UTF-8 rather than escaped (the same JSON values).
+
+    Written by pydantic's serializer: a ``memory.query`` answer holds its entries twice (as
+    ``structuredContent`` and as the text content's string), ~55 kB for 20 entries, which
+    ``json.dumps`` took ~0.12 ms to write and this ~0.03 ms. Floats, ``Infinity`` and ``NaN`` are
+    written as ``json.dumps`` writes them; ``json.dumps`` takes what pydantic refuses (a lone
+    surrogate).
+    """
+    try:
+        return pydantic_core.to_json(message, inf_nan_mode="constants")
+    except pydantic_core.PydanticSerializationError:
+        return json.dumps(message, separators=(",", ":")).encode()
+
+
 def tool_result_json(body: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
     """A ``tools/call`` result: the answer as ``structuredContent`` and the same JSON as text content."""
     return {
@@ -84,3 +102,27 @@ def tool_result_json(body: dict[str, Any], *, is_error: bool) -> dict[str, Any]:
         "structuredContent": body,
         "isError": is_error,
     }
+
+
+def tool_call_json(
+    request_id: int | str, body: dict[str, Any], *, is_error: bool, extra: dict[str, Any]
+) -> bytes:
+    """The JSON-RPC response to a ``tools/call``: :func:`message_json` of ``{"jsonrpc", "id",
+    "result": {**tool_result_json(body, is_error=is_error), **extra}}``, the same JSON, keys in
+    the same order, with the answer serialized once.
+
+    The answer's JSON is its text content, and the same bytes, spliced in, its
+    ``structuredContent``: writing the answer a second time cost as much as the first (a
+    ``memory.query`` of every entry, ``limit`` 0: ~2 MB, ~3 ms each). An answer pydantic refuses
+    (a lone surrogate) takes :func:`message_json`'s whole path.
+    """
+    try:
+        answer = pydantic_core.to_json(body)
+        text = answer.decode()
+    except (pydantic_core.PydanticSerializationError, UnicodeDecodeError):
+        result = {**tool_result_json(body, is_error=is_error), **extra}
+        return message_json({"jsonrpc": "2.0", "id": request_id, "result": result})
+    content = {"content": [{"type": "text", "text": text}]}
+    head = message_json({"jsonrpc": "2.0", "id": request_id, "result": content})  # ...]}}
+    rest = message_json({"isError": is_error, **extra})  # {"isError":...}
+    return b"".join((head[:-2], b',"structuredContent":', answer, b",", rest[1:], b"}"))

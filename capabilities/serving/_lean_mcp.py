@@ -27,10 +27,12 @@ from capabilities.mcp import (
     INSTRUCTIONS,
     SERVER_NAME,
     ToolNaming,
+    ToolOutcome,
     ToolRegistry,
     call_tool,
+    message_json,
+    tool_call_json,
     tool_entries,
-    tool_result_json,
 )
 from capabilities.principals import Principal
 from capabilities.services import Services
@@ -159,6 +161,11 @@ class LeanMcp:
         if result is None:
             await self._error(reply, request_id, _METHOD_NOT_FOUND, "Method not found", method)
             return None
+        if isinstance(result, ToolOutcome):
+            extra = {"resultType": "complete", "_meta": self._server_meta}
+            answer = tool_call_json(request_id, result.body(), is_error=not result.ok, extra=extra)
+            await reply.send(200, _JSON, answer)
+            return None
         assert isinstance(result, dict)
         await self._write(reply, 200, {"jsonrpc": "2.0", "id": request_id, "result": result})
         return None
@@ -192,7 +199,8 @@ class LeanMcp:
         return None
 
     async def _dispatch(self, method: str, params: dict[str, Any], principal: Principal) -> object:
-        """The result of ``method``; None for a method not served, :data:`DEFER` for the SDK's."""
+        """The result of ``method`` (a ``tools/call``'s :class:`~capabilities.mcp.ToolOutcome`, for
+        :meth:`handle` to write); None for a method not served, :data:`DEFER` for the SDK's."""
         meta = self._server_meta
         if method == "server/discover":
             if set(params) - {"_meta"}:
@@ -230,12 +238,8 @@ class LeanMcp:
                 return DEFER
             if arguments is not None and not isinstance(arguments, dict):
                 return DEFER
-            outcome = await call_tool(self.services, self.registry, principal, name, arguments or {})
-            return {
-                **tool_result_json(outcome.body(), is_error=not outcome.ok),
-                "resultType": "complete",
-                "_meta": meta,
-            }
+            # Written by handle() with the answer serialized once (tool_call_json).
+            return await call_tool(self.services, self.registry, principal, name, arguments or {})
         return DEFER if method in _SDK_METHODS else None
 
     async def _error(self, reply: Reply, request_id: Any, code: int, message: str, data: Any = None) -> None:
@@ -248,7 +252,7 @@ class LeanMcp:
 
     @staticmethod
     async def _write(reply: Reply, status: int, message: dict[str, Any]) -> None:
-        await reply.send(status, _JSON, json.dumps(message, separators=(",", ":")).encode())
+        await reply.send(status, _JSON, message_json(message))
 
 
 def _request_shape(decoded: Any) -> object:

@@ -14,12 +14,15 @@ Both orders are the contract's: summaries last, then score, importance, id (``CO
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
+from store.memory._entry import ENTRY_COLUMNS
 from store.memory._search import SUMMARIES_LAST, MemoryFilter
 
 __all__ = ["pg_search"]
+
+_T = TypeVar("_T")
 
 _LC_COLUMNS = ("m.lc_title", "m.lc_body", "m.lc_scope", "m.lc_kind")
 
@@ -37,8 +40,11 @@ def _like_pattern(needle: str) -> str:
     return f"%{escaped}%"
 
 
-def pg_search(conn: Any, text: str, filters: MemoryFilter) -> list[MemoryEntry]:
-    """The substring entries ``memory.query`` answers for ``text`` (not yet lower-cased) and ``filters``."""
+def pg_search(
+    conn: Any, text: str, filters: MemoryFilter, build: Callable[[Sequence[Any], object], _T]
+) -> list[_T]:
+    """The substring entries ``memory.query`` answers for ``text`` (not yet lower-cased) and
+    ``filters``, each built from its row and score by ``build``."""
     where, params = _where(filters)
     needle = text.lower()
     if needle:
@@ -56,4 +62,4 @@ def pg_search(conn: Any, text: str, filters: MemoryFilter) -> list[MemoryEntry]:
         f" WHERE {' AND '.join(where) or 'TRUE'}"
         f" ORDER BY {SUMMARIES_LAST}, score DESC, m.importance DESC, m.id ASC LIMIT :limit"
     )
-    return [entry_from_values(row, row[-1]) for row in conn.execute(sql, params).fetchall()]
+    return [build(row, row[-1]) for row in conn.execute(sql, params).fetchall()]

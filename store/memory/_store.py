@@ -29,39 +29,26 @@ from typing import Any
 
 from store._ids import utc_now_iso
 from store._rows import fetch_row
-from store._text import INT64_MAX, MAX_LABEL_CHARS, check_int, check_label, check_text
+from store._text import check_label, check_text
 from store.access import require_live_grant
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument
 from store.events import append_event
-from store.memory._entry import MemoryEntry, SummaryResult, entry_from_row
+from store.memory._entry import (
+    MemoryEntry,
+    SummaryResult,
+    core_from_values,
+    entry_from_row,
+    entry_from_values,
+)
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
 from store.memory._ownership import MemoryWriter, writer_owns
-from store.memory._query import search
+from store.memory._query import MAX_QUERY_CHARS, find, optional_filter, query_arguments
 from store.memory._rank_index import batched_index, drain_backlog, index_entries
-from store.memory._search import MemoryFilter, render_summary, summary_query
+from store.memory._search import render_summary, summary_query
 from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
 __all__ = ["MAX_QUERY_CHARS", "MemoryStore", "optional_filter"]
-
-MAX_QUERY_CHARS = 10_000
-
-
-def optional_filter(name: str, value: object) -> str | None:
-    """A filter argument: ``None`` or ``""`` means not supplied."""
-    if value is None or value == "":
-        return None
-    # Stored values hold no control characters or unpaired surrogates, so neither can match; and a
-    # surrogate cannot even be bound as a SQL parameter.
-    return check_text(name, value, limit=MAX_LABEL_CHARS, blank_ok=True)
-
-
-def _encodable(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 class MemoryStore:
@@ -89,33 +76,18 @@ class MemoryStore:
         ).fetchall()
         return {row["id"]: entry_from_row(row) for row in rows}
 
-    def query(
-        self,
-        query: object = None,
-        *,
-        scope: object = None,
-        kind: object = None,
-        limit: object = None,
-        exclude_stale: object = False,
-        match: object = "substring",
-        allowed_scopes: frozenset[str] | None = None,
-    ) -> list[MemoryEntry]:
-        """``memory.query``: see the module docstring. ``allowed_scopes`` narrows to a grant's scopes."""
-        text = query if isinstance(query, str) else ""
-        if len(text) > MAX_QUERY_CHARS:
-            raise InvalidArgument(f"query is longer than {MAX_QUERY_CHARS} characters")
-        if not _encodable(text):
-            raise InvalidArgument("query is not valid Unicode (an unpaired surrogate)")
-        scope_f = optional_filter("scope", scope)
-        kind_f = optional_filter("kind", kind)
-        count = check_int("limit", limit, default=10, minimum=-INT64_MAX)
-        if not isinstance(exclude_stale, bool):
-            raise InvalidArgument("exclude_stale must be a boolean")
-        if match not in ("substring", "ranked"):
-            raise InvalidArgument('match must be "substring" or "ranked"')
+    def query(self, query: object = None, **arguments: Any) -> list[MemoryEntry]:
+        """``memory.query``: see the module docstring. The arguments are those of
+        :func:`~store.memory._query.query_arguments` (``scope``, ``kind``, ``limit``,
+        ``exclude_stale``, ``match``); ``allowed_scopes`` narrows to a grant's scopes."""
+        text, filters, ranked = query_arguments(query, **arguments)
+        return self.db.read(lambda conn: find(conn, text, filters, entry_from_values, ranked=ranked))
 
-        filters = MemoryFilter(scope_f, kind_f, allowed_scopes, exclude_stale, count)
-        return self.db.read(lambda conn: search(conn, text, filters, ranked=match == "ranked"))
+    def query_core(self, query: object = None, **arguments: Any) -> list[dict[str, Any]]:
+        """:meth:`query`'s answer (the same arguments) as each entry's :meth:`MemoryEntry.core`,
+        built from the rows without the whole records: what the memory tools answer."""
+        text, filters, ranked = query_arguments(query, **arguments)
+        return self.db.read(lambda conn: find(conn, text, filters, core_from_values, ranked=ranked))
 
     def summarize(
         self,

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from capabilities.mcp._registry import ToolArgs, ToolCall, ToolResult, ToolSpec
+from capabilities.mcp._registry import BuiltAnswer, ToolArgs, ToolCall, ToolResult, ToolSpec
 from capabilities.mcp._results import MemoryEntry
 from capabilities.policy import record_scopes
 from capabilities.principals import Principal
@@ -113,14 +113,14 @@ def _scopes(principal: Principal) -> frozenset[str] | None:
     return principal.grant.scopes if principal.grant is not None else None
 
 
-async def _query(call: ToolCall) -> EntriesResult:
+async def _query(call: ToolCall) -> BuiltAnswer:
     args: QueryArgs = call.args
     allowed = _scopes(call.principal)
     if allowed is not None and args.scope not in (None, "") and args.scope not in allowed:
         raise Forbidden(f"scope {args.scope!r} is outside this capability's scopes")
     store = call.services.store
     entries = await store.db.run(
-        store.memory.query,
+        store.memory.query_core,
         args.query,
         scope=args.scope,
         kind=args.kind,
@@ -129,7 +129,9 @@ async def _query(call: ToolCall) -> EntriesResult:
         match=args.match,
         allowed_scopes=allowed,
     )
-    return EntriesResult(entries=[MemoryEntry.model_validate(entry.core()) for entry in entries])
+    # The entries' core projection, built from their rows, is EntriesResult's JSON as it is: rows
+    # of our own database, not re-validated on every query (tests/capabilities/mcp/test_built_answers.py).
+    return BuiltAnswer(EntriesResult, {"entries": entries})
 
 
 async def _record(call: ToolCall) -> EntryResult:
