@@ -49,8 +49,9 @@ BLOCK = 64
 """Entries of the prefixes settled at a time, best upper bound first."""
 
 DEPTH = 2_048
-"""Postings of each list read first: on the benchmark's realistic corpus, prefixes of 400 to 800
-settle its unscoped queries of two to four terms at ``limit`` 10."""
+"""Postings of each list read first (a shorter list is read whole): on the benchmark's realistic corpus
+prefixes of 400 to 800 settle its queries of two to four terms at ``limit`` 10; fewer leave more
+entries to settle from their stored terms, which costs more than reading postings."""
 
 GROWTH = 2
 """How many times deeper a prefix is read when the walk cannot stop."""
