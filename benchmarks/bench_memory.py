@@ -37,19 +37,21 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from benchmarks._corpus import Corpus
+from benchmarks._memory_cases import Case, realistic_cases, vocabulary_cases
 from benchmarks._timing import Timing, time_together
 from store import Store, init_project, open_store
 from store.db import _migrations
 from store.memory import _store as _store_module
 from store.memory import _write as _write_module
-from store.memory._query import search  # the forced scan path; not a public API
+from store.memory._query import entries_by_id, search  # the forced scan path; not a public API
 from store.memory._rank_index import drain_backlog
+from store.memory._ranked import ranked_ids
 from store.memory._search import MemoryFilter
 
 _WORDS = (
@@ -80,24 +82,6 @@ def _vocabulary_entry(rng: random.Random, index: int) -> dict[str, object]:
         "body_md": body,
         "importance": rng.randint(1, 100),
     }
-
-
-@dataclass(frozen=True)
-class Case:
-    """One query row: what ``memory.query`` is asked, and which extra baselines it is shown with."""
-
-    label: str
-    query: str
-    options: dict[str, Any] = field(default_factory=dict)
-    scan_path: bool = False
-    bare_fetch: bool = False
-    read_all: bool = False
-    """Also the bare scan of a needle found nowhere: it reads every row's text to its end, as a
-    score of a needle in every entry must (the bare scan of that needle stops at its first hit)."""
-    as_json: bool = False
-    goal: str = ""
-    rounds: int = 1
-    """Repetitions per ``--repeat`` (cheap rows take more, for a steadier p95)."""
 
 
 def _load(store: Store, entries: Iterator[dict[str, object]], count: int, single: int) -> None:
@@ -169,13 +153,20 @@ def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None
     operations: list[tuple[str, Callable[[], object]]] = [(f"bare scan instr '{needle}'", bare)]
     operations.append((case.label, query))
     if case.scan_path:
-        limit = int(case.options.get("limit", 10))
-        filters = MemoryFilter(case.options.get("scope"), None, None, False, limit)
+        filters = _filters(case)
 
         def scan() -> object:
             return store.db.read(lambda conn: search(conn, case.query, filters, indexed=False))
 
         operations.append(("  the same, forced to scan (scan path)", scan))
+    if case.every_match:
+        filters = _filters(case)
+
+        def every() -> object:
+            everything = partial(ranked_ids, text=case.query, filters=replace(filters, limit=0))
+            return store.db.read(lambda conn: entries_by_id(conn, everything(conn)[: filters.limit]))
+
+        operations.append(("  the same, every match scored (fallback)", every))
     if case.read_all:
 
         def nowhere() -> object:
@@ -201,6 +192,14 @@ def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None
     print(measured.line(baseline) + (f"   goal {case.goal}" if case.goal else ""))
     for other in others:
         print(_against(other, baseline, measured))
+
+
+def _filters(case: Case) -> MemoryFilter:
+    """The filters ``memory.query`` makes of the case's options."""
+    options = case.options
+    limit = int(options.get("limit", 10))
+    scope, kind, allowed = options.get("scope"), options.get("kind"), options.get("allowed_scopes")
+    return MemoryFilter(scope, kind, allowed, False, limit)
 
 
 def _against(other: Timing, baseline: Timing, measured: Timing) -> str:
@@ -274,51 +273,6 @@ def _write_cost(corpus: Corpus, *, batches: int = 8, size: int = 1_000, single: 
         print(f"{label}: as shipped at x{spent[0] / spent[1]:5.2f} the time of before")
 
 
-def _vocabulary_cases() -> list[Case]:
-    return [
-        Case("query 'rollback' (common word)", "rollback", scan_path=True),
-        Case("query 'sql builder' (rare phrase)", "sql builder", scan_path=True),
-        Case("query 'zzz-absent' (no match)", "zzz-absent", scan_path=True),
-        Case("query 'rollback' scope=project", "rollback", {"scope": "project"}),
-        Case("query '' (empty: by importance)", ""),
-        Case("query 'rollback' limit=0 (all matches)", "rollback", {"limit": 0}, bare_fetch=True),
-        Case("query 'rollback cache' match=ranked", "rollback cache", {"match": "ranked"}),
-    ]
-
-
-def _substring(label: str, query: str, options: dict[str, Any] | None = None, **more: Any) -> Case:
-    """A substring row, shown beside the forced scan path as well."""
-    return Case(f"substring '{query}' {label}", query, options or {}, scan_path=True, **more)
-
-
-def _realistic_cases(corpus: Corpus, *, full: bool) -> list[Case]:
-    terms = corpus.terms
-    ranked = {"match": "ranked"}
-    project = {"scope": "project"}
-    fast, no_slower = "p95 <= 5 ms, x0.05", "<= the scan path"
-    return [
-        Case(f"ranked '{terms.ranked[0]}' (mid words)", terms.ranked[0], ranked, goal=fast, rounds=3),
-        Case(f"ranked '{terms.ranked[1]}'", terms.ranked[1], ranked, goal=fast, rounds=3),
-        Case(f"ranked '{terms.ranked[2]}' (common pair)", terms.ranked[2], ranked, goal=fast),
-        _substring("(rare word)", terms.rare, goal="x0.10", rounds=3),
-        _substring("(rare identifier)", terms.rare_identifier, goal="x0.10", rounds=3),
-        _substring("scope=project", terms.rare, project, rounds=3),
-        _substring("(common)", terms.common, goal=no_slower),
-        _substring("scope=project", terms.common, project, goal=no_slower),
-        _substring("(in every entry)", terms.very_common, goal=no_slower, read_all=True),
-        _substring("(2 chars: no trigram, scans)", "ab"),
-        Case("query '' (empty: by importance)", ""),
-        Case(
-            f"'{terms.common}' limit=0 (every match)",
-            terms.common,
-            {"limit": 0},
-            bare_fetch=True,
-            as_json=full,
-            goal="<= x3.00",
-        ),
-    ]
-
-
 def _bench(
     label: str,
     entries: Iterator[dict[str, object]],
@@ -373,19 +327,19 @@ def main() -> None:
 
     if args.corpus in ("vocabulary", "both"):
         entries = _vocabulary_entries(random.Random(7))
-        _bench("vocabulary corpus (34 words)", entries, args.entries, _vocabulary_cases(), args, args.repeat)
+        _bench("vocabulary corpus (34 words)", entries, args.entries, vocabulary_cases(), args, args.repeat)
     if args.corpus in ("realistic", "both"):
         if args.only is None:
             print("== what the indexes cost a write (realistic entries) ==")
             _write_cost(Corpus(seed=16))
             print()
         corpus = Corpus()
-        cases = _realistic_cases(corpus, full=True)
+        cases = realistic_cases(corpus, full=True)
         entries = corpus.entries(0, args.entries)
         _bench("realistic corpus", entries, args.entries, cases, args, args.repeat, args.keep)
     if args.million:
         corpus = Corpus()
-        cases = _realistic_cases(corpus, full=False)
+        cases = realistic_cases(corpus, full=False)
         entries = corpus.entries(0, 1_000_000)
         _bench("realistic corpus", entries, 1_000_000, cases, args, args.million_repeat, args.keep)
 

@@ -10,14 +10,13 @@ current shadow columns and, for each one whose terms changed:
 - moves each term's ``df`` (and the entry count, the row of the empty term) by the difference,
   atomically (``df = df + delta``), terms in code-point order with the empty term first, so that
   concurrent writers on PostgreSQL take these rows' locks in one order;
-- adds a posting for each of its terms whose impact is above the term's ``bound`` (below it the
-  list need not hold it: the bound already covers it); a list that grows past ``2 * KEEP``
-  postings keeps its best :data:`KEEP` and raises its ``bound`` to the best it dropped, and a
-  batch (``record_many`` within :func:`batched_index`, the backlog) that brings a term more than
-  :data:`KEEP` new postings adds only its best :data:`KEEP`, raising the bound the same way.
+- adds a posting for each of its terms to that term's list.
 
-Every list therefore holds every entry of its term whose impact is above the term's ``bound``
-(:mod:`store.memory._ranked` relies on exactly that), and nothing else of consequence.
+Every list therefore holds exactly one posting, its current impact, for every entry holding its
+term (:mod:`store.memory._ranked` relies on exactly that). Lists are never cut (migration 0013):
+a cut list could not settle a query whose filters passed few of its postings, nor one whose
+terms tied at the cut, and those queries scored every match instead. A batch (``record_many``
+within :func:`batched_index`, the backlog) moves each term's ``df`` once.
 """
 
 from __future__ import annotations
@@ -31,10 +30,7 @@ from typing import Any
 
 from store.memory._rank import entry_terms, impact
 
-__all__ = ["KEEP", "batched_index", "drain_backlog", "index_entries"]
-
-KEEP = 1_024
-"""Postings a long list keeps when it is trimmed (it is trimmed once it passes twice this)."""
+__all__ = ["batched_index", "drain_backlog", "index_entries"]
 
 _CHUNK = 500
 """IDs or terms bound per ``IN (...)`` list."""
@@ -50,7 +46,7 @@ _BATCH: ContextVar[set[str] | None] = ContextVar("memory_rank_batch", default=No
 def batched_index(conn: Any) -> Iterator[None]:
     """Within this block (one write transaction), :func:`index_entries` only notes the IDs; they
     are indexed together when it ends, in the same transaction: a bulk write then moves each
-    term's ``df`` once and adds only what can stay of each list, instead of once an entry."""
+    term's ``df`` once, instead of once an entry."""
     pending: set[str] = set()
     token = _BATCH.set(pending)
     try:
@@ -137,69 +133,26 @@ def _write_doc(conn: Any, entry_id: str, length: int, counts: Counter[str], doc:
 
 
 def _add_postings(conn: Any, df: Counter[str], added: list[tuple[str, int, int, str]]) -> None:
-    """Move the ``df`` of every touched term, add the postings above each term's bound, and trim
-    the lists that grew too long."""
+    """Move the ``df`` of every touched term and add the new postings, in index order."""
     touched = sorted({*df, *(term for term, *_ in added)})
     if not touched:
         return
-    known = {row[0]: (float(row[1]), int(row[2])) for row in _select_in(conn, _TERMS, touched)}
     new_ids = sorted({entry_id for *_, entry_id in added})
     docs = {row[0]: int(row[1]) for row in _select_in(conn, _DOC_NUMBERS, new_ids)}
-    by_term: dict[str, list[tuple[str, float, int]]] = {}
     weights: dict[tuple[int, int], float] = {}
+    rows: list[tuple[str, float, int]] = []
     for term, tf, length, entry_id in added:
         weight = weights.get((tf, length))
         if weight is None:
             weight = weights[tf, length] = impact(tf, length)
-        if weight > known.get(term, _UNKNOWN)[0]:
-            by_term.setdefault(term, []).append((term, weight, docs[entry_id]))
-    rows: list[tuple[str, float, int]] = []
-    raised: list[tuple[float, float, str]] = []
-    grown: Counter[str] = Counter()
-    for term in sorted(by_term):
-        postings = by_term[term]
-        postings.sort(key=lambda row: (-row[1], row[2]))  # in index order: one walk along it
-        if len(postings) > KEEP:  # a bulk write: only the best can stay, so only they go in
-            raised.append((postings[KEEP][1], postings[KEEP][1], term))
-            del postings[KEEP:]
-        rows.extend(postings)
-        grown[term] = len(postings)
+        rows.append((term, weight, docs[entry_id]))
+    rows.sort(key=lambda row: (row[0], -row[1], row[2]))  # in index order: one walk along it
     conn.executemany(
-        "INSERT INTO memory_rank_terms (term, df, postings) VALUES (?, ?, ?) ON CONFLICT (term) DO UPDATE"
-        " SET df = memory_rank_terms.df + excluded.df,"
-        " postings = memory_rank_terms.postings + excluded.postings",
-        [(term, df[term], grown[term]) for term in touched if df[term] or grown[term]],
+        "INSERT INTO memory_rank_terms (term, df) VALUES (?, ?) ON CONFLICT (term) DO UPDATE"
+        " SET df = memory_rank_terms.df + excluded.df",
+        [(term, df[term]) for term in touched if df[term]],
     )
-    conn.executemany(_RAISE, raised)
     conn.executemany("INSERT INTO memory_rank_postings (term, impact, doc) VALUES (?, ?, ?)", rows)
-    for term in touched:
-        if known.get(term, (0.0, 0))[1] + grown[term] > 2 * KEEP:
-            _trim(conn, term)
 
 
-_UNKNOWN = (0.0, 0)
-"""The bound and postings count of a term not yet in ``memory_rank_terms``."""
-_RAISE = "UPDATE memory_rank_terms SET bound = CASE WHEN bound > ? THEN bound ELSE ? END WHERE term = ?"
-"""Raise a term's bound to an impact dropped from its list (never lower it)."""
 _DOC_NUMBERS = "SELECT id, doc FROM memory_rank_docs WHERE id IN ({})"
-_TERMS = "SELECT term, bound, postings FROM memory_rank_terms WHERE term IN ({})"
-
-
-def _trim(conn: Any, term: str) -> None:
-    """Keep the best :data:`KEEP` postings of ``term``'s list; the bound rises to the best dropped."""
-    cut = conn.execute(
-        "SELECT impact, doc FROM memory_rank_postings WHERE term = ?"
-        " ORDER BY impact DESC, doc LIMIT 1 OFFSET ?",
-        (term, KEEP),
-    ).fetchone()
-    if cut is None:  # entries rewritten since: the list is shorter than its count said
-        kept = conn.execute("SELECT count(*) FROM memory_rank_postings WHERE term = ?", (term,)).fetchone()[0]
-        conn.execute("UPDATE memory_rank_terms SET postings = ? WHERE term = ?", (kept, term))
-        return
-    weight, doc = float(cut[0]), int(cut[1])
-    conn.execute(
-        "DELETE FROM memory_rank_postings WHERE term = ? AND (impact < ? OR (impact = ? AND doc >= ?))",
-        (term, weight, weight, doc),
-    )
-    conn.execute("UPDATE memory_rank_terms SET postings = ? WHERE term = ?", (KEEP, term))
-    conn.execute(_RAISE, (weight, weight, term))

@@ -1,30 +1,34 @@
 """``memory.query`` ``match: "ranked"`` from the impact-ordered index, on both backends.
 
 The ranking is :mod:`store.memory._rank`'s function; this module finds its best entries without
-scoring every match. Every query term has a list (``memory_rank_postings``) that holds each entry
-of the term whose impact is above the term's ``bound`` (long lists are cut: :mod:`._rank_index`).
-The lists are read whole (a list is at most ``2 * KEEP`` postings, however large the corpus),
-one plain ordered read each, into a map per term; no statement groups or sorts them. An entry's
-**upper bound** is its impacts in the lists plus, for each term whose list it is not in, that
-term's ``bound`` (0 for a whole list: it does not hold the term), summed as :func:`score` sums
-and raised by :func:`_raised`. The entries in one list only have a bound that falls with their
-one impact, so each list, walked in its own order and skipping the few entries in two lists or
-more, yields them best bound first; those few are sorted by their bounds; a lazy merge of these
-streams gives every entry of the lists best bound first, while only the entries it reaches are
-looked at. They are settled :data:`BLOCK` at a time: the exact score from the maps when every
-term is in the entry's lists or its list is whole, else from the entry's stored terms (one read
-of those rows, no JSON parsing); filters (and whether it is a summary) only for the entries
-that could still place. It stops as soon as ``limit`` settled entries that count (pass the
-filters, are not summaries) score above the next upper bound and above what an entry in no
-list at all may score (every term at its bound): no entry left can reach the last place, ties
-included. An early stop that drops a better entry would need a stream out of order, which the
-lists' order rules out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
+scoring every match. Every term has a list (``memory_rank_postings``) of every entry holding it,
+best impact first (:mod:`._rank_index`). The search reads a **prefix** of each query term's list
+(:data:`DEPTH` postings, one plain ordered read each) into a map per term; no statement groups or
+sorts them. An entry left out of a prefix has an impact of at most the last one read: the
+prefix's **bound** (0 once the list is read whole: the entry does not hold the term). An entry's
+**upper bound** is its impacts in the prefixes plus, for each term whose prefix it is not in,
+that term's bound, summed as :func:`score` sums and raised by :func:`_raised`. The entries in one
+prefix only have a bound that falls with their one impact, so each prefix, walked in its own
+order and skipping the few entries in two prefixes or more, yields them best bound first; those
+few are sorted by their bounds; a lazy merge of these streams gives every entry of the prefixes
+best bound first, while only the entries it reaches are looked at. They are settled
+:data:`BLOCK` at a time: the exact score from the maps when every term is in the entry's
+prefixes or its list is whole, else from the entry's stored terms (one read of those rows, no
+JSON parsing); filters (and whether it is a summary) only for the entries that could still
+place. It stops as soon as ``limit`` settled entries that count (pass the filters, are not
+summaries) score above the next upper bound and above what an entry in no prefix at all may
+score (every term at its bound): no entry left can reach the last place, ties included. An early
+stop that drops a better entry would need a stream out of order, which the lists' order rules
+out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
-When the lists cannot settle it (an entry in no list could place, or fewer than ``limit`` entries
-count), and for ``limit`` 0 or a scope of fewer than :data:`NARROW` entries, every candidate row is
-scored from its stored terms instead (:func:`_evaluate`): the same function, the same numbers.
-When every list is whole (no bound), the lists hold every match, summaries included. While
-entries written before the index wait in ``memory_rank_backlog``, the query is answered by
+When the prefixes cannot settle it (an entry in no prefix could place, or fewer than ``limit``
+entries count: filters that pass few entries, impacts that tie past the prefix), each prefix not
+yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
+filters it settled; once every list is whole it always settles, so no query scores every match
+for want of a list. ``limit`` 0 reads the lists whole and scores every match from them. A scope
+filter reaching fewer than :data:`NARROW` entries is answered by scoring those entries from
+their stored terms (:func:`_evaluate`): the same function, the same numbers. While entries
+written before the index wait in ``memory_rank_backlog``, the query is answered by
 :func:`~store.memory._rank.reference_ranking` over the entries' text.
 """
 
@@ -39,13 +43,24 @@ from typing import Any
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
 from store.memory._search import MemoryFilter, reach_probe
 
-__all__ = ["BLOCK", "NARROW", "ranked_ids"]
+__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "ranked_ids"]
 
 BLOCK = 64
-"""Entries of the lists settled at a time, best upper bound first."""
+"""Entries of the prefixes settled at a time, best upper bound first."""
+
+DEPTH = 2_048
+"""Postings of each list read first (a shorter list is read whole): on the benchmark's realistic corpus
+prefixes of 400 to 800 settle its queries of two to four terms at ``limit`` 10; fewer leave more
+entries to settle from their stored terms, which costs more than reading postings."""
+
+GROWTH = 2
+"""How many times deeper a prefix is read when the walk cannot stop."""
 
 NARROW = 2_000
 """A scope filter reaching fewer rows than this is answered by evaluating those rows directly."""
+
+_CHUNK = 500
+"""Entries bound per ``IN (...)`` list."""
 
 _MARGIN = 1.0 + 1e-9
 """Upper bounds are raised by this factor: a sum taken in another order may round lower."""
@@ -59,65 +74,95 @@ def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, f
     if conn.execute("SELECT 1 FROM memory_rank_backlog LIMIT 1").fetchone() is not None:
         return _reference(conn, text, filters)
     marks = ", ".join("?" * (len(terms) + 1))
-    stats = {
-        row[0]: (int(row[1]), float(row[2]))
-        for row in conn.execute(
-            f"SELECT term, df, bound FROM memory_rank_terms WHERE term IN ({marks})", ["", *terms]
-        )
-    }
-    total = stats.get("", (0, 0.0))[0]
-    present = [term for term in terms if stats.get(term, (0, 0.0))[0] > 0]
+    sql = f"SELECT term, df FROM memory_rank_terms WHERE term IN ({marks})"
+    df = {row[0]: int(row[1]) for row in conn.execute(sql, ["", *terms])}
+    present = [term for term in terms if df.get(term, 0) > 0]
     if not present:
         return []
-    weights = [idf(stats[term][0], total) for term in present]
+    weights = [idf(df[term], df.get("", 0)) for term in present]
     if filters.scope is None and filters.allowed_scopes == frozenset():
         return []  # no scope at all is allowed
     probe = reach_probe(filters, NARROW)
-    narrow = probe is not None and int(conn.execute(*probe).fetchone()[0]) < NARROW
-    if filters.limit <= 0 or narrow:
+    if probe is not None and int(conn.execute(*probe).fetchone()[0]) < NARROW:
         return _evaluate(conn, present, weights, filters)
-    walk = _Walk(conn, present, weights, [stats[term][1] for term in present], filters)
-    found = walk.run()
-    return _evaluate(conn, present, weights, filters) if found is None else found
+    walk = _Walk(conn, present, weights, filters)
+    if filters.limit <= 0:
+        return walk.everything()
+    depth = DEPTH
+    while (found := walk.run(depth)) is None:
+        depth *= GROWTH
+    return found
 
 
 class _Walk:
     """One top-``limit`` search over the lists of ``terms`` (see the module docstring)."""
 
-    def __init__(
-        self, conn: Any, terms: list[str], weights: list[float], bounds: list[float], filters: MemoryFilter
-    ):
-        self.conn, self.terms, self.weights, self.bounds, self.filters = conn, terms, weights, bounds, filters
-        self.lists = [conn.execute(_LIST, (term,)).fetchall() for term in terms]
-        self.maps: list[dict[int, float]] = [{doc: value for value, doc in rows} for rows in self.lists]
-        self.multi: set[int] = set()  # the entries in two lists or more
-        keys = [found.keys() for found in self.maps]
-        for index, first in enumerate(keys):
-            for second in keys[index + 1 :]:
-                self.multi |= first & second
-        self.exact: dict[int, float] = {}
+    def __init__(self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter):
+        self.conn, self.terms, self.weights, self.filters = conn, terms, weights, filters
+        self.lists: list[list[tuple[float, int]]] = [[] for _ in terms]  # the prefixes read
+        self.maps: list[dict[int, float]] = [{} for _ in terms]
+        self.whole = [False] * len(terms)
+        self.bounds = [0.0] * len(terms)
+        self.multi: set[int] = set()  # the entries in two prefixes or more
+        self.exact: dict[int, float] = {}  # exact, so kept from one depth to the next
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
-    def run(self) -> list[tuple[str, float]] | None:
-        """The answer, or ``None`` when the lists cannot settle it and every match must be scored."""
+    def _read(self, depth: int) -> None:
+        """Extend every prefix not yet whole to ``depth`` postings."""
+        for index, term in enumerate(self.terms):
+            rows = self.lists[index]
+            if self.whole[index] or len(rows) >= depth:
+                continue
+            wanted = depth - len(rows)
+            added = [
+                (float(value), int(doc))
+                for value, doc in self.conn.execute(_LIST, (term, wanted, len(rows))).fetchall()
+            ]
+            rows.extend(added)
+            self.maps[index].update((doc, value) for value, doc in added)
+            self.whole[index] = len(added) < wanted
+            self.bounds[index] = 0.0 if self.whole[index] else rows[-1][0]
+        keys = [found.keys() for found in self.maps]
+        self.multi = set()
+        for index, first in enumerate(keys):
+            for second in keys[index + 1 :]:
+                self.multi |= first & second
+
+    def everything(self) -> list[tuple[str, float]]:
+        """Every match that passes the filters, in order, scored from the whole lists."""
+        self._read(_REST)
+        for doc in {doc for found in self.maps for doc in found}:
+            self.exact[doc] = score(self.weights, [found.get(doc) for found in self.maps])
+        return self._ordered(list(self.exact))
+
+    def run(self, depth: int) -> list[tuple[str, float]] | None:
+        """The answer from prefixes of ``depth`` postings, or ``None`` when they cannot settle it."""
+        self._read(depth)
+        self._restart()
         limit = self.filters.limit
-        unseen = _raised(score(self.weights, [bound or None for bound in self.bounds]))  # in no list
+        unseen = _raised(score(self.weights, [bound or None for bound in self.bounds]))  # in no prefix
         candidates = heapq.merge(self._shared(), *(self._alone(index) for index in range(len(self.lists))))
         while chunk := list(itertools.islice(candidates, BLOCK)):
             if self.kth is not None and _raised(-chunk[0][0]) < self.kth:
-                break  # no entry left in the lists can reach the last place
+                break  # no entry left in the prefixes can reach the last place
+            if _raised(-chunk[0][0]) < unseen and (self.kth is None or self.kth <= unseen):
+                return None  # the rest cannot lift the last place above an entry in no prefix
             self._settle([doc for upper, doc in chunk if self.kth is None or _raised(-upper) >= self.kth])
         if self.kth is not None and self.kth > unseen:
             return self._ordered(self.best)[:limit]
-        if any(self.bounds):
-            return None  # an entry below a cut, or in no list, could still place
+        if not all(self.whole):
+            return None  # an entry past a prefix, or in no prefix, could still place
         everything = list(self.exact)  # every list whole: every match settled
         return self._ordered([doc for doc in everything if self.info[doc] is not None])[:limit]
 
+    def _restart(self) -> None:
+        """Forget the last place and the best of a shallower walk (its scores stay)."""
+        self.kth, self.best = None, []
+
     def _upper(self, impacts: list[float | None]) -> float:
-        """The most an entry with these impacts in the lists (``None``: not in that list) may
+        """The most an entry with these impacts in the prefixes (``None``: not in that prefix) may
         score: each term it is missing from at that term's bound (summed as :func:`score` sums)."""
         return score(
             self.weights,
@@ -128,11 +173,11 @@ class _Walk:
         )
 
     def _shared(self) -> list[tuple[float, int]]:
-        """``(-upper bound, doc)`` of the entries in two lists or more, best first."""
+        """``(-upper bound, doc)`` of the entries in two prefixes or more, best first."""
         return sorted((-self._upper([found.get(doc) for found in self.maps]), doc) for doc in self.multi)
 
     def _alone(self, index: int) -> Iterator[tuple[float, int]]:
-        """``(-upper bound, doc)`` of the entries in list ``index`` alone, best first: in the
+        """``(-upper bound, doc)`` of the entries in prefix ``index`` alone, best first: in the
         list's own order, as their bound grows with their one impact."""
         impacts: list[float | None] = [None] * len(self.lists)
         for value, doc in self.lists[index]:
@@ -141,11 +186,13 @@ class _Walk:
                 yield -self._upper(impacts), doc
 
     def _settle(self, docs: list[int]) -> None:
-        """The exact scores of ``docs``: from the lists' impacts when those are all of theirs (in
-        a list or without its term), else from their stored terms; then the filters of those
+        """The exact scores of ``docs``: from the prefixes' impacts when those are all of theirs (in
+        a prefix or without its term), else from their stored terms; then the filters of those
         that may place."""
         probe = []
         for doc in docs:
+            if doc in self.exact:
+                continue  # settled at a shallower depth
             impacts = [found.get(doc) for found in self.maps]
             if all(value is not None or not bound for value, bound in zip(impacts, self.bounds, strict=True)):
                 self.exact[doc] = score(self.weights, impacts)
@@ -181,28 +228,32 @@ class _Walk:
         """Whether each of ``docs`` passes the filters, and whether it is a summary, its importance
         and its ID."""
         wanted = [doc for doc in docs if doc not in self.info]
-        if not wanted:
-            return
-        where, params = _where(self.filters)
-        names = []
-        for index, doc in enumerate(wanted):
-            params[f"d{index}"] = doc
-            names.append(f":d{index}")
-            self.info[doc] = None
-        where.append(f"d.doc IN ({', '.join(names)})")
-        sql = (
-            "SELECT d.doc, m.lc_kind = 'summary', m.importance, m.id FROM memory_rank_docs AS d"
-            f" JOIN memory_entries AS m ON m.id = d.id WHERE {' AND '.join(where)}"
-        )
-        for doc, summary, importance, entry_id in self.conn.execute(sql, params):
-            self.info[int(doc)] = (bool(summary), int(importance), str(entry_id))
+        passes = self.filters.passes
+        for start in range(0, len(wanted), _CHUNK):
+            chunk = wanted[start : start + _CHUNK]
+            self.info.update(dict.fromkeys(chunk))  # None unless its row is found and passes
+            for doc, summary, importance, entry_id, scope, kind, status in self.conn.execute(
+                _INFO.format(_marks(len(chunk))), chunk
+            ):
+                found = passes(scope, kind, status)
+                self.info[int(doc)] = (bool(summary), int(importance), str(entry_id)) if found else None
 
     def _ordered(self, docs: list[int]) -> list[tuple[str, float]]:
         self._fetch(docs)
         return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
 
 
-_LIST = "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc"
+_LIST = (
+    "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc LIMIT ? OFFSET ?"
+)
+_INFO = (
+    "SELECT d.doc, m.lc_kind = 'summary', m.importance, m.id, m.scope, m.kind, m.status"
+    " FROM memory_rank_docs AS d JOIN memory_entries AS m ON m.id = d.id WHERE d.doc IN ({})"
+)
+"""An entry's place in the order and its filtered columns, by key: the filters are tested in
+Python (:meth:`~store.memory._search.MemoryFilter.passes`), so no planner reads by scope instead."""
+_REST = 2**62
+"""A ``LIMIT`` past any list's end: the rest of it (both backends read it alike)."""
 
 
 def _marks(count: int) -> str:

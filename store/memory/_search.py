@@ -76,6 +76,17 @@ class MemoryFilter:
         params["limit"] = self.limit if self.limit > 0 else -1
         return where, params
 
+    def passes(self, scope: str, kind: str, status: str) -> bool:
+        """Whether an entry with these columns passes the filters: :meth:`where` in Python, for
+        rows read by key, where a condition in SQL could make the planner read by scope."""
+        if self.scope is not None and scope != self.scope:
+            return False
+        if self.scope is None and self.allowed_scopes is not None and scope not in self.allowed_scopes:
+            return False
+        if self.kind is not None and kind != self.kind:
+            return False
+        return not (self.exclude_stale and status == "stale")
+
 
 def trigram_phrase(needle: str) -> str | None:
     """The FTS5 ``MATCH`` string of ``needle`` as one phrase of its consecutive trigrams, which

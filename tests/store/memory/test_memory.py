@@ -8,7 +8,7 @@ import sqlite3
 import pytest
 
 from store import InvalidArgument, NotFound, Store
-from store.memory import MemoryEntry, _rank_index, _ranked
+from store.memory import MemoryEntry, _ranked
 from store.memory._rank import reference_ranking
 
 
@@ -220,10 +220,12 @@ def test_ranked_match_folds_diacritics_as_fts5_unicode61_did(store: Store) -> No
 def test_ranked_search_answers_the_ranking_function_on_either_backend(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same function, to the bit, on SQLite and PostgreSQL: short lists (trimmed, with raised
-    bounds) read in small blocks, and the reference evaluated over the stored text."""
-    monkeypatch.setattr(_rank_index, "KEEP", 3)
+    """The same function, to the bit, on SQLite and PostgreSQL: short prefixes read deeper when
+    they cannot settle, entries settled in small blocks, scoped queries answered by the walk (not
+    by scoring the scope), and the reference evaluated over the stored text."""
+    monkeypatch.setattr(_ranked, "DEPTH", 3)
     monkeypatch.setattr(_ranked, "BLOCK", 2)
+    monkeypatch.setattr(_ranked, "NARROW", 0)
     rng = random.Random(12)
     words = ["cache", "rollback", "Ärger", "straße", "token", "retry", "x_y", "42"]
     for i in range(40):
@@ -250,9 +252,18 @@ def test_ranked_search_answers_the_ranking_function_on_either_backend(
             found = store.memory.query(query, match="ranked", limit=limit)
             expected = reference_ranking(entries, query)
             assert [(e.id, e.score) for e in found] == (expected[:limit] if limit else expected), query
-        scoped = store.memory.query(query, match="ranked", scope="T-1", limit=2)
-        passes = {row[0]: row[6] == "T-1" for row in rows}
-        assert [(e.id, e.score) for e in scoped] == reference_ranking(entries, query, passes=passes)[:2]
+        for scopes in ({"T-1"}, {"project"}, {"project", "T-1"}):
+            passes = {row[0]: row[6] in scopes for row in rows}
+            expected = reference_ranking(entries, query, passes=passes)
+            for limit in (2, 5, 0):
+                scoped = store.memory.query(
+                    query,
+                    match="ranked",
+                    limit=limit,
+                    scope=next(iter(scopes)) if len(scopes) == 1 else None,
+                    allowed_scopes=frozenset(scopes) if len(scopes) > 1 else None,
+                )
+                assert [(e.id, e.score) for e in scoped] == (expected[:limit] if limit else expected)
 
 
 def test_ranked_match_ignores_fts_syntax(store: Store) -> None:

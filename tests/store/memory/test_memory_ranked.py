@@ -3,9 +3,10 @@
 For random corpora, random writes (new entries, replacements, stale marks) and random queries,
 filters and limits, ``memory.query`` answers entry for entry, in order and to the bit of each
 score, what :func:`~store.memory._rank.reference_ranking` computes directly from the entries'
-text. The lists are made tiny (``KEEP``) and entries settled one or two at a time (``BLOCK``), so
-that cut lists, raised bounds, settling from stored terms and the fallbacks are all exercised;
-the index's own invariants are checked after every example.
+text. The prefixes first read are made tiny (``DEPTH``) and entries settled one or two at a time
+(``BLOCK``), so that deeper reads, bounds where a prefix stops, settling from stored terms and
+scoring a narrow scope directly are all exercised; the index's own invariants are checked after
+every example.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 
 from store import Store, init_project, open_store
 from store.db import _migrations
-from store.memory import _rank_index, _ranked
+from store.memory import _ranked
 from store.memory._rank import entry_terms, impact, reference_ranking
 from tests.store.memory.helpers import wipe_memory
 
@@ -69,8 +70,8 @@ def _expected(store: Store, query: str, options: dict[str, Any]) -> list[tuple[s
 
 
 def _check_index(store: Store) -> None:
-    """The invariants the walk relies on: df and N exact; every entry holding a term either in
-    its list or at most the term's bound; every posting an entry's current impact."""
+    """The invariants the walk relies on: df and N exact; every entry holding a term in its
+    list, at its current impact, and nothing else in the lists."""
 
     def read(conn: sqlite3.Connection) -> tuple[Any, ...]:
         entries = conn.execute(
@@ -80,9 +81,7 @@ def _check_index(store: Store) -> None:
             row[0]: (row[1], row[2], json.loads(row[3]))
             for row in conn.execute("SELECT id, doc, length, terms FROM memory_rank_docs")
         }
-        terms = {
-            row[0]: (row[1], row[2]) for row in conn.execute("SELECT term, df, bound FROM memory_rank_terms")
-        }
+        terms = {row[0]: row[1] for row in conn.execute("SELECT term, df FROM memory_rank_terms")}
         postings = {tuple(row) for row in conn.execute("SELECT term, impact, doc FROM memory_rank_postings")}
         return entries, docs, terms, postings
 
@@ -96,12 +95,10 @@ def _check_index(store: Store) -> None:
         assert (stored_length, stored) == (length, dict(counts))
         df.update(counts.keys())
         for term, tf in counts.items():
-            posting = (term, impact(tf, length), doc)
-            expected_postings.add(posting)
-            assert posting in postings or posting[1] <= terms[term][1], (entry_id, term)
-    assert postings <= expected_postings
+            expected_postings.add((term, impact(tf, length), doc))
+    assert postings == expected_postings
     assert (
-        {term: value[0] for term, value in terms.items() if value[0]} == {**df, "": len(entries)}
+        {term: value for term, value in terms.items() if value} == {**df, "": len(entries)}
         if entries
         else True
     )
@@ -120,15 +117,15 @@ _FILTERS = st.fixed_dictionaries(
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    data=st.data(), entries=st.lists(_ENTRY, min_size=0, max_size=30), keep=st.sampled_from([1, 2, 3, 1024])
+    data=st.data(), entries=st.lists(_ENTRY, min_size=0, max_size=30), depth=st.sampled_from([1, 2, 3, 512])
 )
 def test_the_index_answers_exactly_what_the_ranking_function_says(
-    shared_store: Store, data: st.DataObject, entries: list[dict[str, Any]], keep: int
+    shared_store: Store, data: st.DataObject, entries: list[dict[str, Any]], depth: int
 ) -> None:
     store = shared_store
     _reset(store)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_rank_index, "KEEP", keep)
+        patch.setattr(_ranked, "DEPTH", depth)
         patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 256])))
         patch.setattr(_ranked, "NARROW", data.draw(st.sampled_from([0, 2_000])))
         stored = [store.memory.record(actor="op", **fields) for fields in entries[: len(entries) // 2]]
@@ -233,30 +230,99 @@ def test_an_entry_middling_in_two_lists_beats_the_heads_of_each(
         )
 
 
-def test_an_entry_below_every_cut_is_not_dropped_by_the_walk(
+def test_an_entry_below_every_prefix_is_found_by_reading_deeper(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Lists cut to their best few: an entry holding both terms below both cuts (in no list) can
-    outscore every entry of the lists, so the walk must not answer from them alone."""
-    monkeypatch.setattr(_rank_index, "KEEP", 2)
+    """Prefixes of two postings: an entry holding both terms below both prefixes (in neither)
+    can outscore every entry of the prefixes, so the walk must read deeper, not answer from them
+    and not score every match."""
+    monkeypatch.setattr(_ranked, "DEPTH", 2)
     monkeypatch.setattr(_ranked, "BLOCK", 1)
+    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
     fields = {"scope": "project", "kind": "fact", "importance": 1}
     singles = [
         {**fields, "title": f"{word} {word}", "body_md": "q"} for _ in range(6) for word in ("alpha", "beta")
     ]
     hidden = {**fields, "title": "alpha beta " + "pad " * 60, "body_md": "r"}
     stored = store.memory.record_many([*singles, hidden], actor="op")
-    bounds = store.db.read(
-        lambda conn: conn.execute(
-            "SELECT count(*) FROM memory_rank_terms WHERE bound > 0 AND term IN ('alpha', 'beta')"
-        ).fetchone()[0]
-    )
-    assert bounds == 2  # both lists were cut
     for limit in (1, 3, 13):
         assert _ranked_pairs(store, "alpha beta", limit=limit) == _expected(
             store, "alpha beta", {"limit": limit}
         )
     assert stored[-1].id in [entry_id for entry_id, _ in _ranked_pairs(store, "alpha beta", limit=13)]
+
+
+def test_ties_past_the_prefix_and_filters_that_pass_few_are_settled_by_the_walk(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What made the cut lists score every match: entries of one impact running past the prefix
+    (a common identifier's parts at 1,000,000 entries), and a scope or kind that passes few of
+    a prefix's entries (``scope=project``, a grant's scopes). The walk reads deeper and answers
+    exactly, ties ordered by importance and id."""
+    monkeypatch.setattr(_ranked, "DEPTH", 4)
+    monkeypatch.setattr(_ranked, "NARROW", 0)
+    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    entries = [
+        {
+            "scope": "project" if i % 7 == 0 else f"T-{i % 3}",
+            "kind": "constraint" if i % 11 == 0 else "fact",
+            "title": "githo dopet.list._dreas" if i % 5 else "dopet.list._dreas",
+            "body_md": "same length here",
+            "importance": 1 + i % 4,
+        }
+        for i in range(120)
+    ]
+    store.memory.record_many(entries, actor="op")
+    grant = frozenset({"project", "T-1"})
+    for options in (
+        {"limit": 10},
+        {"limit": 10, "scope": "project"},
+        {"limit": 3, "scope": "T-2"},
+        {"limit": 10, "allowed_scopes": grant},
+        {"limit": 5, "kind": "constraint"},
+        {"limit": 40, "scope": "project", "kind": "constraint"},
+    ):
+        for query in ("githo dopet.list._dreas", "dopet.list._dreas", "dreas"):
+            assert _ranked_pairs(store, query, **options) == _expected(store, query, options), (
+                query,
+                options,
+            )
+
+
+def test_a_project_indexed_with_cut_lists_is_reindexed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0013: lists cut by the index of 0012 (postings dropped, bounds raised) are
+    rebuilt whole from the backlog when the project opens, and answer the reference."""
+    everything = _migrations.load_migrations()
+    paths = init_project(tmp_path / "old")[0]
+    with monkeypatch.context() as patched:
+        patched.setattr(_migrations, "load_migrations", lambda: [m for m in everything if m.name < "0013"])
+        old = open_store(paths)
+        old.memory.record_many(
+            [
+                {"scope": "project", "kind": "fact", "title": f"wombat {'x ' * i}", "body_md": "b"}
+                for i in range(8)
+            ],
+            actor="op",
+        )
+
+        def cut(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM memory_rank_postings WHERE term = 'wombat' AND impact < 1.2")
+            conn.execute("UPDATE memory_rank_terms SET bound = 1.2 WHERE term = 'wombat'")
+
+        old.db.write(cut)
+        old.close()
+    upgraded = open_store(paths)  # applies 0013, then drains the backlog it fills
+    try:
+        assert upgraded.db.read(_backlog) == 0
+        _check_index(upgraded)
+        for limit in (1, 3, 0):
+            assert _ranked_pairs(upgraded, "wombat x", limit=limit) == _expected(
+                upgraded, "wombat x", {"limit": limit}
+            )
+    finally:
+        upgraded.close()
 
 
 def _no_fallback(*args: Any) -> Any:
@@ -276,8 +342,9 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
     shared_store: Store, data: st.DataObject, shapes: list[tuple[int, int, int, int]]
 ) -> None:
     """Entries holding each of three terms 0 to 4 times among up to 30 other words (so impacts
-    vary with both), whole lists, one to three entries settled at a time: the walk alone answers
-    (no fallback), and exactly what the reference does, for every limit and filter."""
+    vary with both), prefixes of one posting to whole lists, one to three entries settled at a
+    time: the walk alone answers (no entry scored outside it), and exactly what the reference
+    does, for every limit and filter (scopes, a grant's scopes, kinds)."""
     store = shared_store
     _reset(store)
     entries = [
@@ -293,6 +360,7 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
     store.memory.record_many(entries, actor="op")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 3])))
+        patch.setattr(_ranked, "DEPTH", data.draw(st.sampled_from([1, 2, 5, 512])))
         patch.setattr(_ranked, "NARROW", 0)
         patch.setattr(_ranked, "_evaluate", _no_fallback)
         for _ in range(3):
@@ -301,7 +369,9 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
             )
             options = {
                 "limit": data.draw(st.sampled_from([1, 2, 3, 5])),
-                "scope": data.draw(st.sampled_from([None, "T-1"])),
+                "scope": data.draw(st.sampled_from([None, "T-1", "project"])),
+                "kind": data.draw(st.sampled_from([None, None, "fact"])),
+                "allowed_scopes": data.draw(st.sampled_from([None, frozenset({"T-1", "project"})])),
             }
             assert _ranked_pairs(store, query, **options) == _expected(store, query, options), (
                 query,
