@@ -49,6 +49,7 @@ from store import Store, init_project, open_store
 from store.db import _migrations
 from store.memory import _store as _store_module
 from store.memory import _write as _write_module
+from store.memory._entry import entry_from_values
 from store.memory._query import entries_by_id, search  # the forced scan path; not a public API
 from store.memory._rank_index import drain_backlog
 from store.memory._ranked import ranked_ids
@@ -164,7 +165,9 @@ def _run(store: Store, raw: sqlite3.Connection, case: Case, repeat: int) -> None
 
         def every() -> object:
             everything = partial(ranked_ids, text=case.query, filters=replace(filters, limit=0))
-            return store.db.read(lambda conn: entries_by_id(conn, everything(conn)[: filters.limit]))
+            return store.db.read(
+                lambda conn: entries_by_id(conn, everything(conn)[: filters.limit], entry_from_values)
+            )
 
         operations.append(("  the same, every match scored (fallback)", every))
     if case.read_all:

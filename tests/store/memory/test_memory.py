@@ -372,7 +372,7 @@ def test_events_are_append_only(store: Store) -> None:
 @pytest.mark.parametrize("field", ["scope", "kind"])
 def test_filters_and_queries_with_an_unpaired_surrogate_are_invalid(store: Store, field: str) -> None:
     with pytest.raises(InvalidArgument, match="surrogate"):
-        store.memory.query("x", **{field: "\ud800"})  # type: ignore[arg-type]
+        store.memory.query("x", **{field: "\ud800"})
     with pytest.raises(InvalidArgument, match="surrogate"):
         store.memory.summarize(scope="\ud800")
     with pytest.raises(InvalidArgument, match="surrogate"):
