@@ -7,7 +7,7 @@ validates each answer against the tool's ``outputSchema``, in Python) and the ru
 client (``roles._mcp_http`` over ``roles._unix_http``: what the oracle in its container calls with,
 which does not). Both tools pay the same transport, JSON-RPC and per-request token verification;
 the difference is the scoped query and its answer. Each round also times the store call alone
-(``store.memory.query`` with the same arguments and scopes, on this thread), so the part of the
+(``store.memory.query_core``, what the tool calls, with the same arguments and scopes, on this thread), so the part of the
 difference that is the query's SQL shows beside the rest. Prints p50/p95 of each, of the
 difference, and the p50 ratio of the query to the no-op per client, in wall time and in the CPU
 time the process spent on the call (client, server and the store's worker thread alike: on a
@@ -57,7 +57,7 @@ CLIENTS = (SDK_CLIENT, RUNNER_CLIENT)
 CPU = " (CPU)"
 PYDANTIC_SCHEMA = "SDK client's check of one answer: pydantic's schema"
 ADVERTISED_SCHEMA = "SDK client's check of one answer: the outputSchema"
-STORE_CALL = "store.memory.query alone"
+STORE_CALL = "store.memory.query_core alone"
 _WORDS = "sql builder cache index migration auth token retry queue worker cursor deploy rollback".split()
 
 
@@ -209,7 +209,7 @@ async def _measure(
                     samples[f"{client}: {NOOP}{CPU}"].append(noop_cpu)
             for label, query in queries.items():
                 start = time.perf_counter()
-                store.memory.query(**query, allowed_scopes=scopes)
+                store.memory.query_core(**query, allowed_scopes=scopes)  # what the tool calls
                 if keep:
                     samples[f"{label}: {STORE_CALL}"].append(time.perf_counter() - start)
     samples.update(_schema_checks(registry, result.structured_content, calls))
