@@ -8,10 +8,10 @@ client (``roles._mcp_http`` over ``roles._unix_http``: what the oracle in its co
 which does not). Both tools pay the same transport, JSON-RPC and per-request token verification;
 the difference is the scoped query and its answer. Each round also times the store call alone
 (``store.memory.query_core``, what the tool calls, with the same arguments and scopes, on this
-thread), so the part of the difference that is the query's SQL shows beside the rest. Prints p50/p95 of each, of the
-difference, and the p50 ratio of the query to the no-op per client, in wall time and in the CPU
-time the process spent on the call (client, server and the store's worker thread alike: on a
-machine whose cores other work contends for, the steadier of the two). Usage:
+thread), so the part of the difference that is the query's SQL shows beside the rest. Prints p50/p95
+of each, of the difference, and the p50 ratio of the query to the no-op per client, in wall time and
+in the CPU time the process spent on the call (client, server and the store's worker thread alike:
+on a machine whose cores other work contends for, the steadier of the two). Usage:
 ``python -m benchmarks.bench_socket_latency [--calls N] [--entries M] [--corpus C] [--server lean|sdk]``
 (``sdk``: the SDK's launch app under uvicorn, what served the socket before the lean server).
 """
