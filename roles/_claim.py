@@ -37,14 +37,17 @@ _WARM_MODULES = (
     "roles.channel",
     "roles.tools",
     "roles.providers.openai",  # the runner's _run imports its GatewayRefused whatever the provider
+)
+_EVENT_LOOP = (
     "anyio._core._sockets",  # what connecting to the socket loads (the names may move: best effort)
     "anyio._backends._asyncio",  # what the first anyio.run loads: asyncio and anyio's backend
     "queue",
 )
+"""Only for a provider that runs on the event loop: the others run without one (roles._blocking)."""
 _PROVIDER_MODULES = {
-    "judge": ("roles.providers.judge",),
-    "lexical": ("roles.providers.checks_step", "roles.providers.lexical"),
-    "openai": ("roles.providers.checks_step", "roles.gateway"),
+    "judge": ("roles.providers.judge", "roles._blocking"),
+    "lexical": ("roles.providers.checks_step", "roles.providers.lexical", "roles._blocking"),
+    "openai": ("roles.providers.checks_step", "roles.gateway", *_EVENT_LOOP),
 }
 
 

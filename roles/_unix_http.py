@@ -149,8 +149,8 @@ class UnixHttpClient:
         fields = {**self.headers, **headers, "Content-Length": str(len(content))}
         head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
         request = head.encode("latin-1") + content
-        with anyio.fail_after(self.timeout):
-            if self._reader is not None and anyio.current_time() - self._idle_since > _IDLE_REUSE_SECONDS:
+        with self._bounded():
+            if self._reader is not None and self._now() - self._idle_since > _IDLE_REUSE_SECONDS:
                 await self.aclose()  # the server may be closing it now: never learn that after the send
             reused = self._reader is not None
             try:
@@ -163,8 +163,15 @@ class UnixHttpClient:
             except HttpError:
                 await self.aclose()
                 raise
-            self._idle_since = anyio.current_time()
+            self._idle_since = self._now()
             return response
+
+    def _bounded(self) -> contextlib.AbstractContextManager[object]:
+        """The request's deadline: :attr:`timeout` seconds for all of it (TimeoutError past it)."""
+        return anyio.fail_after(self.timeout)
+
+    def _now(self) -> float:
+        return anyio.current_time()
 
     async def _exchange(self, request: bytes) -> Response:
         if self._reader is None:

@@ -166,10 +166,16 @@ def http_client(paths: ChannelPaths, request_seconds: float = 300) -> httpx2.Asy
     )
 
 
-def _lean_http(paths: ChannelPaths, headers: dict[str, str], timeout: float) -> UnixHttpClient:
+def _lean_http(
+    paths: ChannelPaths, headers: dict[str, str], timeout: float, *, blocking: bool = False
+) -> UnixHttpClient:
     from roles._unix_http import TlsHttpClient, UnixHttpClient
 
     endpoint = paths.endpoint
+    if endpoint is None and blocking:
+        from roles._blocking import BlockingUnixHttpClient
+
+        return BlockingUnixHttpClient(paths.socket, headers=headers, timeout=timeout)
     if endpoint is None:
         return UnixHttpClient(paths.socket, headers=headers, timeout=timeout)
     host, port = endpoint
@@ -178,14 +184,15 @@ def _lean_http(paths: ChannelPaths, headers: dict[str, str], timeout: float) -> 
 
 @asynccontextmanager
 async def open_tool_channel(
-    paths: ChannelPaths, *, client_version: str = "0", request_seconds: float = 300
+    paths: ChannelPaths, *, client_version: str = "0", request_seconds: float = 300, blocking: bool = False
 ) -> AsyncIterator[ToolChannel]:
-    """Connect with the lean client and list the tools; :class:`ChannelError` if the token is refused."""
+    """Connect with the lean client and list the tools; :class:`ChannelError` if the token is refused.
+    ``blocking``: on a socket, with blocking I/O and no event loop (:mod:`roles._blocking`)."""
     from roles._mcp_http import McpHttpClient, Unauthorized
 
     token = paths.read_token()
     headers = {"Authorization": f"Bearer {token}"}
-    async with _lean_http(paths, headers, request_seconds) as http:
+    async with _lean_http(paths, headers, request_seconds, blocking=blocking) as http:
         client = McpHttpClient(http, client_version=client_version)
         try:
             tools = await client.list_tools()

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from roles._claim import wait_for_claim
 from roles.channel import (
     DEFAULT_CHANNEL_DIR,
@@ -139,14 +137,14 @@ def _config(argv: Sequence[str] | None) -> RunnerConfig:
     return RunnerConfig(args.socket, args.token_file, args.provider, args.max_turns, args.model)
 
 
-async def _run(config: RunnerConfig) -> dict[str, object]:
+async def _run(config: RunnerConfig, *, blocking: bool = False) -> dict[str, object]:
     # Only the configured provider's modules: a judge launch loads neither the model gateway's nor
     # the lexical baseline's.
     from roles.providers.openai import GatewayRefused
     from roles.tools import McpToolCaller, ToolCallError
 
     paths = ChannelPaths(config.socket, config.token_file)
-    async with open_tool_channel(paths, client_version=role_version()) as channel:
+    async with open_tool_channel(paths, client_version=role_version(), blocking=blocking) as channel:
         listed = channel.tools
         caller = McpToolCaller(channel.client)
         try:
@@ -181,6 +179,18 @@ async def _run(config: RunnerConfig) -> dict[str, object]:
     return {"tools": sorted(t.name for t in listed), **report.to_dict()}
 
 
+def _start(config: RunnerConfig) -> dict[str, object]:
+    """Run the provider: without an event loop on a socket unless it is ``openai`` (whose model
+    gateway client is async; so is a TLS channel's), see :mod:`roles._blocking`."""
+    if config.provider != "openai" and ChannelPaths(config.socket, config.token_file).url is None:
+        from roles._blocking import run_blocking
+
+        return run_blocking(_run(config, blocking=True))
+    import anyio
+
+    return anyio.run(_run, config)
+
+
 def _innermost(exc: BaseException) -> BaseException:
     """The error inside the exception groups the MCP client's task groups wrap it in."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
@@ -194,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     wait_for_claim()  # a pooled container waits here until a launch claims it (roles/_claim.py)
     config = _config(argv)
     try:
-        result = anyio.run(_run, config)
+        result = _start(config)
     except Exception as exc:  # the one line a supervisor log shows; no traceback to parse
         cause = _innermost(exc)
         if isinstance(cause, ChannelError):

@@ -1,0 +1,144 @@
+"""The runner without an event loop (roles._blocking): the same answers on a real launch socket, the
+same HTTP framing, and a judge run that never imports asyncio."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Generator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from capabilities.services import Services
+from capabilities.serving import LaunchSocketApp, serve_launch_socket
+from roles._blocking import BlockingUnixHttpClient, run_blocking
+from roles._unix_http import HttpError
+from roles.channel import EXIT_NO_GRANT, ChannelError, ChannelPaths, open_tool_channel
+from store import Store
+from tests.capabilities.oracle_helpers import build_world
+from tests.roles.test_mcp_http import _raw_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def paths(store: Store) -> AsyncIterator[ChannelPaths]:
+    """A served launch socket for an oracle grant, and its token file."""
+    world = build_world(store)
+    with tempfile.TemporaryDirectory(prefix="rtb-", dir="/tmp") as tmp:
+        directory = Path(tmp)
+        (directory / "token").write_text(world.token)
+        app = LaunchSocketApp(Services(store=store), world.grant_id)
+        async with serve_launch_socket(app, directory / "mcp.sock"):
+            yield ChannelPaths(directory / "mcp.sock", directory / "token")
+
+
+class _Suspend:
+    def __await__(self) -> Generator[None, None, None]:
+        yield
+
+
+def test_a_coroutine_that_never_suspends_runs_to_its_value() -> None:
+    async def answer() -> int:
+        async def inner() -> int:
+            return 41
+
+        return await inner() + 1
+
+    assert run_blocking(answer()) == 42
+
+
+def test_a_coroutine_that_suspends_is_refused_not_left_half_run() -> None:
+    async def waits() -> None:
+        await _Suspend()
+
+    with pytest.raises(RuntimeError, match="suspended"):
+        run_blocking(waits())
+
+
+async def _both(paths: ChannelPaths, tool: str, arguments: dict[str, Any]) -> tuple[Any, Any]:
+    """The call's answer through the event-loop client, and through the blocking one (on a worker
+    thread: this thread's loop serves the socket)."""
+
+    async def call(blocking: bool) -> Any:
+        async with open_tool_channel(paths, blocking=blocking) as channel:
+            result = await channel.client.call_tool(tool, arguments)
+            return [t.name for t in channel.tools], result
+
+    looped = await call(False)
+    blocked = await anyio.to_thread.run_sync(lambda: run_blocking(call(True)))
+    return looped, blocked
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("task.history", {}),
+        ("memory.query", {"query": "sql", "limit": 5}),
+        ("memory.query", {"scope": "elsewhere"}),  # refused: outside the grant's scopes
+    ],
+)
+async def test_the_blocking_client_gets_the_same_answers(
+    paths: ChannelPaths, tool: str, arguments: dict[str, Any]
+) -> None:
+    (tools, looped), (blocked_tools, blocked) = await _both(paths, tool, arguments)
+    assert blocked_tools == tools and tools
+    assert (blocked.is_error, blocked.structured_content) == (looped.is_error, looped.structured_content)
+    assert [(c.type, c.text) for c in blocked.content] == [(c.type, c.text) for c in looped.content]
+
+
+async def test_a_refused_token_is_no_grant_without_a_loop_too(paths: ChannelPaths, tmp_path: Path) -> None:
+    wrong = tmp_path / "token"
+    wrong.write_text("rt_cap_not-a-token")
+
+    async def connect() -> None:
+        async with open_tool_channel(ChannelPaths(paths.socket, wrong), blocking=True):
+            pass
+
+    with pytest.raises(ChannelError) as refused:
+        await anyio.to_thread.run_sync(lambda: run_blocking(connect()))
+    assert refused.value.status == EXIT_NO_GRANT
+
+
+async def test_the_blocking_client_frames_http_as_the_other_does(tmp_path: Path) -> None:
+    socket = tmp_path / "s.sock"
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    cut = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"
+    seen: list[bytes] = []
+
+    async def requests() -> tuple[bytes, str]:
+        async with BlockingUnixHttpClient(socket, headers={}, timeout=10) as http:
+            first = await http.post("/mcp", b"{}", {})
+            try:
+                await http.post("/mcp", b"[]", {})  # the server closed: a new connection, then cut short
+            except HttpError as exc:
+                return first.content, str(exc)
+        return first.content, ""
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(_raw_server, socket, [chunked, cut], seen)
+        await anyio.wait_all_tasks_blocked()
+        content, error = await anyio.to_thread.run_sync(lambda: run_blocking(requests()))
+    assert content == b"hello world"
+    assert "ended inside a response body" in error
+    assert len(seen) == 2  # the cut request was not sent again
+
+
+async def test_a_judge_run_never_imports_asyncio(paths: ChannelPaths) -> None:
+    probe = (
+        "import json, sys\n"
+        "from roles import runner\n"
+        f"status = runner.main(['--socket', {str(paths.socket)!r}, '--token-file', {str(paths.token_file)!r},"
+        " '--provider', 'judge'])\n"
+        "print(json.dumps({'status': status, 'asyncio': 'asyncio' in sys.modules,"
+        " 'anyio_backend': 'anyio._backends._asyncio' in sys.modules}))\n"
+    )
+    done = await anyio.run_process([sys.executable, "-c", probe], check=False)
+    lines = done.stdout.decode().strip().splitlines()
+    report, imported = json.loads(lines[-2]), json.loads(lines[-1])
+    assert imported == {"status": 0, "asyncio": False, "anyio_backend": False}, done.stderr.decode()
+    assert "memory.query" in report["tools"]
