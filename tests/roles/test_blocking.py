@@ -106,7 +106,12 @@ async def test_a_refused_token_is_no_grant_without_a_loop_too(paths: ChannelPath
 
 async def test_the_blocking_client_frames_http_as_the_other_does(tmp_path: Path) -> None:
     socket = tmp_path / "s.sock"
-    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    # "Connection: close": the client must open a new connection for the next request (without it,
+    # whether its next send reaches the closing server first is a race between two threads).
+    chunked = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+    )
     cut = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"
     seen: list[bytes] = []
 
@@ -114,7 +119,7 @@ async def test_the_blocking_client_frames_http_as_the_other_does(tmp_path: Path)
         async with BlockingUnixHttpClient(socket, headers={}, timeout=10) as http:
             first = await http.post("/mcp", b"{}", {})
             try:
-                await http.post("/mcp", b"[]", {})  # the server closed: a new connection, then cut short
+                await http.post("/mcp", b"[]", {})  # a new connection, its answer cut short
             except HttpError as exc:
                 return first.content, str(exc)
         return first.content, ""
@@ -123,6 +128,7 @@ async def test_the_blocking_client_frames_http_as_the_other_does(tmp_path: Path)
         group.start_soon(_raw_server, socket, [chunked, cut], seen)
         await anyio.wait_all_tasks_blocked()
         content, error = await anyio.to_thread.run_sync(lambda: run_blocking(requests()))
+        group.cancel_scope.cancel()  # a server still waiting for a connection never holds the test
     assert content == b"hello world"
     assert "ended inside a response body" in error
     assert len(seen) == 2  # the cut request was not sent again
