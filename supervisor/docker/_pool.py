@@ -323,11 +323,9 @@ class WarmPool:
             and kwargs
             and prestart.matches(kwargs, runtime=self.runtime, owner=self.owner)
         ):
-            prestart.adopt()
+            slot._fds.extend(prestart.adopt())
             self._prestart = None
             slot.rundir, slot.container_id = rundir, container_id
-            slot._fds.extend(prestart.fds)
-            prestart.fds.clear()
             _log.info("pool_prestart_adopted", slot_id=slot.slot_id, container_id=container_id[:12])
             return True
         _log.info(

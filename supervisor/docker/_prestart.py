@@ -281,17 +281,19 @@ class Prestart:
             return False
         return runtime.path == self.runtime.path and owner == self.lock.name and same
 
-    def adopt(self) -> None:
-        """Hand the container, its directory and its FIFOs to the pool that took it (:meth:`discard`
-        then leaves them alone) and mark the recipe used, so the newest-kept rule keeps it."""
+    def adopt(self) -> list[int]:
+        """Hand the container, its directory and its FIFOs (returned) to the pool that took it
+        (:meth:`discard` then leaves them alone), close the engine connection, and mark the recipe
+        used, so the newest-kept rule keeps it."""
         with self._guard:
             self.adopted = True
             fds, self.fds = self.fds, []
-        self.close()
-        self.fds = fds
+        if self._backend is not None:
+            self._backend.close()
         if self.recipe_file is not None:
             with contextlib.suppress(OSError):
                 os.utime(self.recipe_file)
+        return fds
 
     def discard(self, *, release_lock: bool) -> None:
         """Remove the container (once its thread is done), the directory and the FIFOs, unless a pool

@@ -5,36 +5,19 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
-from collections.abc import AsyncIterator, Generator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-from capabilities.services import Services
-from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles._blocking import BlockingUnixHttpClient, run_blocking
 from roles._unix_http import HttpError
 from roles.channel import EXIT_NO_GRANT, ChannelError, ChannelPaths, open_tool_channel
-from store import Store
-from tests.capabilities.oracle_helpers import build_world
 from tests.roles.test_mcp_http import _raw_server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def paths(store: Store) -> AsyncIterator[ChannelPaths]:
-    """A served launch socket for an oracle grant, and its token file."""
-    world = build_world(store)
-    with tempfile.TemporaryDirectory(prefix="rtb-", dir="/tmp") as tmp:
-        directory = Path(tmp)
-        (directory / "token").write_text(world.token)
-        app = LaunchSocketApp(Services(store=store), world.grant_id)
-        async with serve_launch_socket(app, directory / "mcp.sock"):
-            yield ChannelPaths(directory / "mcp.sock", directory / "token")
 
 
 class _Suspend:

@@ -5,8 +5,6 @@ must read (chunked bodies, event streams, a keep-alive connection the server clo
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -14,28 +12,12 @@ import mcp_types
 import pytest
 from anyio.abc import SocketStream
 
-from capabilities.services import Services
-from capabilities.serving import LaunchSocketApp, serve_launch_socket
 from roles._mcp_http import PROTOCOL_VERSION, ProtocolError, _message
 from roles._unix_http import HttpError, UnixHttpClient
 from roles.channel import EXIT_NO_GRANT, ChannelError, ChannelPaths, open_channel, open_tool_channel
 from roles.tools import McpToolCaller, ToolCallError
-from store import Store
-from tests.capabilities.oracle_helpers import build_world
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def paths(store: Store) -> AsyncIterator[ChannelPaths]:
-    """A served launch socket for an oracle grant, and its token file."""
-    world = build_world(store)
-    with tempfile.TemporaryDirectory(prefix="rtm-", dir="/tmp") as tmp:
-        directory = Path(tmp)
-        (directory / "token").write_text(world.token)
-        app = LaunchSocketApp(Services(store=store), world.grant_id)
-        async with serve_launch_socket(app, directory / "mcp.sock"):
-            yield ChannelPaths(directory / "mcp.sock", directory / "token")
 
 
 def test_the_protocol_version_is_the_sdk_s() -> None:
