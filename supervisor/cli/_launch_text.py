@@ -22,6 +22,7 @@ __all__ = [
     "exits_when_answered",
     "oracle_launch_answer",
     "print_and_exit",
+    "process_started",
     "progress_printer",
     "review_run_answer",
     "review_run_lines",
@@ -59,9 +60,27 @@ def print_and_exit(args: Any, answer: dict[str, Any]) -> None:
     os._exit(0)
 
 
+def process_started() -> float:
+    """``time.monotonic()`` when this process started (Linux: its start time in ``/proc/self/stat``,
+    clock ticks since boot, against ``CLOCK_BOOTTIME``, to a tick); elsewhere, now.
+
+    A progress line's time is what a user waiting on the command has waited: interpreter start-up
+    and imports included, not only what came after the printer was made."""
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # the name, in parentheses, may hold spaces
+        since_boot = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22 of the whole line
+        elapsed = time.clock_gettime(time.CLOCK_BOOTTIME) - since_boot
+    except (OSError, IndexError, ValueError, AttributeError):
+        return time.monotonic()
+    now = time.monotonic()
+    return now - elapsed if 0 <= elapsed < now else now
+
+
 def progress_printer(as_json: bool) -> Callable[[str, dict[str, Any]], None]:
-    """A phase reporter writing one line per phase to stderr (JSON lines with ``--json``)."""
-    started = time.monotonic()
+    """A phase reporter writing one line per phase to stderr (JSON lines with ``--json``), each
+    with the time since the process started."""
+    started = process_started()
 
     def report(phase: str, details: dict[str, Any]) -> None:
         if as_json:

@@ -24,6 +24,7 @@ __all__ = [
     "Concept",
     "Detector",
     "Hit",
+    "LazyRegex",
     "Pattern",
     "Statement",
     "cue",
@@ -38,6 +39,45 @@ _GROUPS = {"code": CODE, "yaml": frozenset({"yaml", "ci"}), "any": frozenset()}
 _NEAR = 6
 _RUST_TESTS = re.compile(r"#\[cfg\(test\)\]|^\s*mod\s+tests\b")
 _MAX_JOIN = 8
+
+
+class LazyRegex:
+    """A regex compiled on its first search.
+
+    The concept table holds a few hundred pattern regexes, and compiling them all was most of the
+    judge's import, paid by every launch inside its container before the first tool call; a launch
+    only searches with the patterns of the concepts its decisions name. :func:`pattern` builds these;
+    ``tests/roles/test_judge_lexicon.py`` compiles every one, so a bad regex fails there, not in a launch.
+    """
+
+    __slots__ = ("_compiled", "flags", "source")
+
+    def __init__(self, source: str, flags: int = re.IGNORECASE) -> None:
+        self.source = source
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        """The compiled regex (compiled now if it is not yet)."""
+        if self._compiled is None:
+            self._compiled = re.compile(self.source, self.flags)
+        return self._compiled
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """``re.Pattern.search`` of the compiled regex."""
+        return self.compiled.search(text)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LazyRegex):
+            return NotImplemented
+        return (self.source, self.flags) == (other.source, other.flags)
+
+    def __hash__(self) -> int:
+        return hash((self.source, self.flags))
+
+    def __repr__(self) -> str:
+        return f"LazyRegex({self.source!r}, {self.flags!r})"
 
 
 @dataclass(frozen=True)
@@ -66,13 +106,13 @@ class Hit:
 class Pattern:
     """What offending code looks like for one concept, in some languages."""
 
-    regex: re.Pattern[str]
+    regex: LazyRegex
     languages: frozenset[str]
     what: str
     strength: float = 0.85
-    also: re.Pattern[str] | None = None
-    unless: re.Pattern[str] | None = None
-    unless_near: re.Pattern[str] | None = None
+    also: LazyRegex | None = None
+    unless: LazyRegex | None = None
+    unless_near: LazyRegex | None = None
     paths: tuple[str, ...] = ()
     also_in_code: bool = False
     in_strings: bool = False
@@ -157,13 +197,13 @@ def pattern(
     for name in languages.split():
         langs |= _GROUPS.get(name, frozenset({name}))
     return Pattern(
-        regex=re.compile(regex, flags),
+        regex=LazyRegex(regex, flags),
         languages=frozenset(langs),
         what=what,
         strength=strength,
-        also=re.compile(also, flags) if also else None,
-        unless=re.compile(unless, flags) if unless else None,
-        unless_near=re.compile(unless_near, flags) if unless_near else None,
+        also=LazyRegex(also, flags) if also else None,
+        unless=LazyRegex(unless, flags) if unless else None,
+        unless_near=LazyRegex(unless_near, flags) if unless_near else None,
         paths=paths,
         also_in_code=also_in_code,
         in_strings=in_strings,

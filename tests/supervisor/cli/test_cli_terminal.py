@@ -15,6 +15,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,14 @@ def test_serve_says_where_it_listens_and_how_to_get_a_token(cli: Cli) -> None:
         process.send_signal(signal.SIGINT)
         out, _ = process.communicate(timeout=60)
     assert process.returncode == 0 and out.startswith("stopped serving http://127.0.0.1:")
+
+
+def test_progress_times_count_from_the_process_start() -> None:
+    """A progress line's time includes what the process spent before the printer existed."""
+    script = (
+        "import time; time.sleep(0.3)\n"
+        "from supervisor.cli._launch_text import process_started\n"
+        "print(time.monotonic() - process_started())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert 0.3 <= float(done.stdout) < 30
