@@ -4,7 +4,9 @@ In one supervisor process: cold launches (each creates its container), then the 
 a long-running supervisor runs them, each claiming a container of its warm pool (``warm(2)``, the
 pool ready before each launch). Baseline, measured in the same run, before and after: a bare
 ``docker run --rm`` of the role image (``--version``), the floor any containerised role pays.
-Usage: ``python -m benchmarks.bench_oracle [--repeat N]``.
+``--image TAG`` runs the oracle (and the bare runs) with another build of the role image, say one
+with a change to the runner, in a project configured for it. Usage: ``python -m
+benchmarks.bench_oracle [--repeat N] [--image TAG]``.
 Needs the Docker engine and the role image (``make image``).
 """
 
@@ -50,12 +52,12 @@ def _parse(stamp: str) -> float:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
-def _bare_docker_run(repeat: int) -> list[float]:
+def _bare_docker_run(image: str, repeat: int) -> list[float]:
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
         subprocess.run(
-            ["docker", "run", "--rm", "--network", "none", role_image_tag(), "--version"],
+            ["docker", "run", "--rm", "--network", "none", image, "--version"],
             check=True,
             capture_output=True,
         )
@@ -63,12 +65,13 @@ def _bare_docker_run(repeat: int) -> list[float]:
     return samples
 
 
-async def _run(repeat: int) -> None:
+async def _run(repeat: int, image: str) -> None:
     with tempfile.TemporaryDirectory(prefix="rt-bench-") as tmp:
         paths, _ = init_project(Path(tmp))
         text = paths.config_file.read_text().replace(
             "max_concurrent_launches = 4", "max_concurrent_launches = 8"
         )
+        text = text.replace(f'image = "{role_image_tag()}"', f'image = "{image}"')
         paths.config_file.write_text(text)
         store = open_store(paths)
         await _tool(
@@ -82,7 +85,7 @@ async def _run(repeat: int) -> None:
             },
         )
         proposals = [await _proposal(store) for _ in range(8)]
-        bare = await anyio.to_thread.run_sync(_bare_docker_run, repeat)
+        bare = await anyio.to_thread.run_sync(_bare_docker_run, image, repeat)
 
         to_warning, to_return = [], []
         async with Supervisor(store) as supervisor:
@@ -117,7 +120,7 @@ async def _run(repeat: int) -> None:
                     warm_return.append(time.perf_counter() - start)
                     warm_warning.append(_parse(result.warnings[0].created_at) - wall_start)
         store.close()
-        bare += await anyio.to_thread.run_sync(_bare_docker_run, repeat)  # after as well as before
+        bare += await anyio.to_thread.run_sync(_bare_docker_run, image, repeat)  # after as well as before
 
     bare_median = statistics.median(bare)
     print(f"bare docker run --rm (--version)          median {bare_median * 1000:8.1f} ms  (n={len(bare)})")
@@ -138,9 +141,10 @@ def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--image", default=role_image_tag(), help="the role image (default: the configured one)")
     args = parser.parse_args()
     configure_logging()  # logs to stderr, so stdout holds only the figures
-    anyio.run(_run, args.repeat)
+    anyio.run(_run, args.repeat, args.image)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,9 @@ import importlib
 import os
 import stat
 import sys
-import threading
 from pathlib import Path
 
-__all__ = ["GO_FIFO", "GO_LINE", "READY_FIFO", "READY_LINE", "preload_provider", "wait_for_claim"]
+__all__ = ["GO_FIFO", "GO_LINE", "READY_FIFO", "READY_LINE", "wait_for_claim"]
 
 GO_FIFO = "go"
 READY_FIFO = "ready"
@@ -58,29 +57,6 @@ def _warm_modules() -> tuple[str, ...]:
     return _WARM_MODULES + _PROVIDER_MODULES.get(provider, every)
 
 
-def _import_quietly(names: tuple[str, ...]) -> None:
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            continue  # the import the runner makes later raises it where it is handled
-
-
-def preload_provider(provider: str) -> threading.Thread:
-    """Import ``provider``'s modules on a daemon thread (a cold launch's runner calls this).
-
-    A cold runner would import its provider (the judge's concept table: some 30 ms in the container)
-    only after the MCP handshake, while the handshake's requests leave it waiting on the supervisor.
-    Importing on a thread meanwhile fills those waits; the runner's own import of the module later
-    waits for this one (the import system's per-module lock) and finds it done.
-    """
-    thread = threading.Thread(
-        target=_import_quietly, args=(_PROVIDER_MODULES.get(provider, ()),), name="preload", daemon=True
-    )
-    thread.start()
-    return thread
-
-
 def _is_fifo(path: Path) -> bool:
     try:
         return stat.S_ISFIFO(os.lstat(path).st_mode)
@@ -97,7 +73,11 @@ def wait_for_claim(channel: Path | None = None) -> bool:
     go = channel / GO_FIFO
     if not _is_fifo(go):
         return False
-    _import_quietly(_warm_modules())
+    for name in _warm_modules():
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
     ready = channel / READY_FIFO
     if _is_fifo(ready):
         fd = os.open(ready, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)

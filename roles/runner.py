@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roles._claim import preload_provider, wait_for_claim
+from roles._claim import wait_for_claim
 from roles.channel import (
     DEFAULT_CHANNEL_DIR,
     EXIT_NO_CHANNEL,
@@ -201,10 +201,8 @@ def _innermost(exc: BaseException) -> BaseException:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the role runner with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
-    claimed = wait_for_claim()  # a pooled container waits here until a launch claims it (roles/_claim.py)
+    wait_for_claim()  # a pooled container waits here until a launch claims it (roles/_claim.py)
     config = _config(argv)
-    if not claimed:
-        preload_provider(config.provider)  # imported while the handshake waits on the supervisor
     try:
         result = _start(config)
     except Exception as exc:  # the one line a supervisor log shows; no traceback to parse
