@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -33,24 +34,27 @@ LAUNCH_MACHINERY = ("capabilities.auth", "capabilities.services", "capabilities.
 """What running a launch imports beyond the supervisor: the grants, the socket's server, the gateway."""
 
 
-def import_launch_machinery() -> None:
-    """Import :data:`LAUNCH_MACHINERY` and build the tool schemas the roles' ``tools/list`` answers
-    (a blocking call, for a worker thread)."""
+def import_launch_machinery(runtime_base: Path | None = None) -> None:
+    """Import :data:`LAUNCH_MACHINERY` and make ready the tool schemas the roles' ``tools/list``
+    answers, kept between processes in ``runtime_base`` (:mod:`supervisor._schema_cache`); a
+    blocking call, for a worker thread."""
     for name in LAUNCH_MACHINERY:
         if name not in sys.modules:
             importlib.import_module(name)
     from capabilities.mcp.tools import build_registry
     from capabilities.policy import CAPABILITY_TOOLSETS
+    from supervisor._schema_cache import prepare_role_schemas
 
-    build_registry().prepare_schemas(set().union(*CAPABILITY_TOOLSETS.values()))
+    prepare_role_schemas(build_registry(), set().union(*CAPABILITY_TOOLSETS.values()), runtime_base)
 
 
 class MachineryLoader:
     """Imports the launch machinery once, in one worker thread every launch waits for (two threads
     importing the same modules at once can see each other's half-made modules)."""
 
-    def __init__(self) -> None:
+    def __init__(self, runtime_base: Path | None = None) -> None:
         self._loaded: anyio.Event | None = None
+        self._runtime_base = runtime_base
 
     async def load(self) -> None:
         """Import it (:func:`import_launch_machinery`), or wait for the import under way."""
@@ -59,7 +63,7 @@ class MachineryLoader:
         self._loaded = anyio.Event()
         try:  # an import that fails here fails the launch later, as itself
             with contextlib.suppress(Exception):
-                await anyio.to_thread.run_sync(import_launch_machinery)
+                await anyio.to_thread.run_sync(import_launch_machinery, self._runtime_base)
         finally:
             self._loaded.set()
 

@@ -124,7 +124,7 @@ class Supervisor:
         self.pool: WarmPool | None = None
         self._background: anyio.abc.TaskGroup | None = None
         self._spawn: docker_side.Spawn | None = None
-        self._machinery = MachineryLoader()
+        self._machinery = MachineryLoader(self.runtime.base)
 
     @property
     def services(self) -> Services:

@@ -10,8 +10,7 @@ over the :class:`~capabilities.services.Services`. Who may call a tool is decide
 from __future__ import annotations
 
 import copy
-import functools
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -134,18 +133,35 @@ class ToolSpec:
             raise InvalidArgument(f"{self.name}: {validation_message(exc)}") from None
 
 
-@functools.cache
+_INPUT_SCHEMAS: dict[type[ToolArgs], dict[str, Any]] = {}
+_OUTPUT_SCHEMAS: dict[type[ToolResult], dict[str, Any]] = {}
+"""The schemas built (or adopted, :meth:`ToolRegistry.adopt_schemas`) per model: a model never
+changes, and generating its schema costs far more than copying it (~0.3 ms a tool on every
+``tools/list``; the SDK's client lists the tools once per session)."""
+
+
 def _input_schema(args_model: type[ToolArgs]) -> dict[str, Any]:
-    # An argument model never changes, and generating its schema costs far more than copying it:
-    # ~0.3 ms a tool on every tools/list (and the SDK's client lists the tools once per session).
+    schema = _INPUT_SCHEMAS.get(args_model)
+    if schema is None:
+        schema = _INPUT_SCHEMAS[args_model] = _build_input_schema(args_model)
+    return schema
+
+
+def _output_schema(result_model: type[ToolResult]) -> dict[str, Any]:
+    schema = _OUTPUT_SCHEMAS.get(result_model)
+    if schema is None:
+        schema = _OUTPUT_SCHEMAS[result_model] = _build_output_schema(result_model)
+    return schema
+
+
+def _build_input_schema(args_model: type[ToolArgs]) -> dict[str, Any]:
     schema = args_model.model_json_schema()
     schema.pop("title", None)
     schema["additionalProperties"] = False
     return schema
 
 
-@functools.cache
-def _output_schema(result_model: type[ToolResult]) -> dict[str, Any]:
+def _build_output_schema(result_model: type[ToolResult]) -> dict[str, Any]:
     # The SDK's client validates every answer against this schema with jsonschema, in Python: a
     # ``$ref`` costs a lookup and a new validator for each item it covers, and an ``anyOf`` a
     # validator per branch, so the schema is written out without either where it means the same:
@@ -252,3 +268,41 @@ class ToolRegistry:
                 _input_schema(spec.args_model)
                 if spec.result_model is not None:
                     _output_schema(spec.result_model)
+
+    def export_schemas(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The schemas of the tools ``names`` (built if need be), as :meth:`adopt_schemas` takes
+        them: ``{tool: {"input": schema, "output": schema or None}}``, to be kept between processes."""
+        exported: dict[str, dict[str, Any]] = {}
+        for name in sorted(set(names)):
+            spec = self._specs.get(name)
+            if spec is not None:
+                output = None if spec.result_model is None else _output_schema(spec.result_model)
+                exported[name] = {"input": _input_schema(spec.args_model), "output": output}
+        return exported
+
+    def adopt_schemas(self, exported: object, names: Iterable[str]) -> bool:
+        """Take the schemas of the tools ``names`` from ``exported`` (what :meth:`export_schemas`
+        gave an earlier process of the same code) instead of building them; ``False``, adopting
+        none, unless it holds exactly those tools, each with an input schema and an output schema
+        exactly where the tool has a result model."""
+        wanted = {name: spec for name in names if (spec := self._specs.get(name)) is not None}
+        if not isinstance(exported, Mapping) or set(exported) != set(wanted):
+            return False
+        adopted: list[tuple[ToolSpec, dict[str, Any], dict[str, Any] | None]] = []
+        for name, spec in wanted.items():
+            entry = exported[name]
+            if not isinstance(entry, Mapping) or set(entry) != {"input", "output"}:
+                return False
+            input_schema, output_schema = entry["input"], entry["output"]
+            if not isinstance(input_schema, dict) or input_schema.get("type") != "object":
+                return False
+            if (spec.result_model is None) != (output_schema is None):
+                return False
+            if output_schema is not None and not isinstance(output_schema, dict):
+                return False
+            adopted.append((spec, input_schema, output_schema))
+        for spec, input_schema, output_schema in adopted:  # all checked first: all or none
+            _INPUT_SCHEMAS[spec.args_model] = input_schema
+            if spec.result_model is not None and output_schema is not None:
+                _OUTPUT_SCHEMAS[spec.result_model] = output_schema
+        return True

@@ -39,7 +39,6 @@ import json
 import os
 import re
 import secrets
-import stat
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ from supervisor.launch import (
     owner_directory,
     supervisor_id_for,
 )
+from supervisor.launch._private_files import keep_newest, read_private, write_private
 
 __all__ = [
     "Prestart",
@@ -175,46 +175,14 @@ def write_recipe(runtime: RuntimeRoot, recipe: Recipe) -> None:
     for path in (recipe_path(runtime), shared_recipe_path(runtime, recipe.config_sha256)):
         with contextlib.suppress(FileExistsError):
             os.mkdir(path.parent, 0o700)
-        _write_private(path, recipe.to_json())
-    _keep_newest(recipe_path(runtime).parent, _MAX_RECIPES)
-
-
-def _keep_newest(directory: Path, count: int) -> None:
-    """Remove all but the ``count`` most recently written recipes (projects come and go; nothing
-    else would ever remove the recipe of a deleted one)."""
-    with contextlib.suppress(OSError):
-        entries = sorted(directory.glob("*.json"), key=lambda path: path.stat().st_mtime, reverse=True)
-        for stale in entries[count:]:
-            stale.unlink(missing_ok=True)
-
-
-def _write_private(path: Path, text: str) -> None:
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+        write_private(path, recipe.to_json())
+    keep_newest(recipe_path(runtime).parent, _MAX_RECIPES)
 
 
 def _read_recipe(path: Path) -> Recipe | None:
     """The recipe at ``path`` if it is a plain file of ours that nobody else may write; else None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as handle:
-            text = handle.read(_MAX_RECIPE_BYTES + 1)
-        return Recipe.parse(text) if len(text) <= _MAX_RECIPE_BYTES else None
-    finally:
-        os.close(fd)
+    text = read_private(path, _MAX_RECIPE_BYTES)
+    return None if text is None else Recipe.parse(text)
 
 
 @dataclass(eq=False)

@@ -121,6 +121,15 @@ async def test_the_first_launch_records_a_private_recipe(primed: ReviewScene) ->
     assert recipe["kwargs"]["network_mode"] == "none"
 
 
+async def test_a_cold_launch_keeps_the_role_tools_schemas_for_the_next(primed: ReviewScene) -> None:
+    """The command's launch wrote the schemas its role's tools/list advertised (_schema_cache)."""
+    directory = _runtime(primed.paths).base / "schemas"
+    assert stat.S_IMODE(directory.lstat().st_mode) == 0o700
+    written = list(directory.glob("*.json"))
+    assert written and all(stat.S_IMODE(path.lstat().st_mode) == 0o600 for path in written)
+    assert any("memory.query" in json.loads(path.read_text()) for path in written)
+
+
 async def test_the_next_cold_launch_adopts_its_prestarted_container(
     primed: ReviewScene, store: Store, docker_sdk: Any
 ) -> None:
