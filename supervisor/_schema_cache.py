@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from supervisor.launch._private_files import keep_newest, read_private, write_private
+from supervisor.launch import keep_newest, read_private, write_private
 
 if TYPE_CHECKING:
     from capabilities.mcp import ToolRegistry

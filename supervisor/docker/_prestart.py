@@ -52,10 +52,12 @@ from supervisor.launch import (
     LaunchRuntimeDir,
     OwnerLock,
     RuntimeRoot,
+    keep_newest,
     owner_directory,
+    read_private,
     supervisor_id_for,
+    write_private,
 )
-from supervisor.launch._private_files import keep_newest, read_private, write_private
 
 __all__ = [
     "Prestart",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         owner_for,
     )
     from supervisor.launch._plan import LaunchPlan, oracle_plan
+    from supervisor.launch._private_files import keep_newest, read_private, write_private
     from supervisor.launch._progress import PhaseReporter, report_phase
     from supervisor.launch._result import LaunchResult, unwrap_error
     from supervisor.launch._runtime_dir import (
@@ -81,6 +82,7 @@ __all__ = [
     "container_kwargs",
     "container_name",
     "end_status",
+    "keep_newest",
     "launch_socket",
     "live_owners",
     "mcp_client_config",
@@ -88,11 +90,13 @@ __all__ = [
     "owner_directory",
     "owner_for",
     "parse_memory",
+    "read_private",
     "redacted_tail",
     "report_phase",
     "supervisor_id_for",
     "tail_margin",
     "unwrap_error",
+    "write_private",
 ]
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -118,6 +122,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "supervisor.launch._plan": (
         "LaunchPlan",
         "oracle_plan",
+    ),
+    "supervisor.launch._private_files": (
+        "keep_newest",
+        "read_private",
+        "write_private",
     ),
     "supervisor.launch._progress": (
         "PhaseReporter",
