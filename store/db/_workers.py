@@ -110,9 +110,15 @@ class Workers:
                 with self._lock:
                     self._threads -= 1
                 return
-            _run_one(*call)
+            loop, future, context, fn = call
+            try:
+                result, error = context.run(fn), None
+            except BaseException as exc:  # the caller's to handle, whatever it is
+                result, error = None, exc
+            # Idle before the answer leaves: the caller's next call then finds this thread free.
             with self._lock:
                 self._idle += 1
+            _deliver(loop, future, result, error)
 
     def close(self) -> None:
         """Stop every thread once the calls already queued have run (without waiting for them)."""
@@ -122,20 +128,6 @@ class Workers:
             self._closed = True
             for _ in range(self._threads):
                 self._calls.put(_STOP)
-
-
-def _run_one(
-    loop: asyncio.AbstractEventLoop,
-    future: asyncio.Future[Any],
-    context: contextvars.Context,
-    fn: Callable[[], Any],
-) -> None:
-    try:
-        result = context.run(fn)
-    except BaseException as exc:  # the caller's to handle, whatever it is
-        _deliver(loop, future, None, exc)
-    else:
-        _deliver(loop, future, result, None)
 
 
 def _deliver(
