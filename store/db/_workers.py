@@ -16,7 +16,8 @@ all, ``tests/store/db/test_workers.py``). What the callers relied on is unchange
 - its exception is raised in the caller, its traceback kept.
 
 Threads start when calls need them and stop after :data:`IDLE_SECONDS` idle, or when the database
-closes. On an event loop that is not asyncio's (trio), the call takes ``anyio.to_thread`` as before.
+closes; a forked child starts its own. On an event loop that is not asyncio's (trio), the call
+takes ``anyio.to_thread`` as before.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -50,12 +52,16 @@ class Workers:
             raise ValueError("a database needs at least one worker thread")
         self.size = size
         self.name = name
+        self._closed = False
+        self._limiter: anyio.CapacityLimiter | None = None  # for the fallback, made on first use
+        self._reset()
+
+    def _reset(self) -> None:
+        self._pid = os.getpid()
         self._calls: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads = 0
         self._idle = 0  # threads waiting on the queue, or about to: each takes the next call
-        self._closed = False
-        self._limiter: anyio.CapacityLimiter | None = None  # for the fallback, made on first use
 
     @property
     def threads(self) -> int:
@@ -82,6 +88,9 @@ class Workers:
 
     def _submit(self, call: tuple[Any, ...]) -> bool:
         """Queue ``call`` (starting a thread if none is free and fewer than ``size`` run); False if closed."""
+        if os.getpid() != self._pid:
+            # A forked child has none of its parent's threads (and perhaps a lock held by one).
+            self._reset()
         with self._lock:
             if self._closed:
                 return False

@@ -8,6 +8,8 @@ or closed, and that both databases hop through it.
 from __future__ import annotations
 
 import contextvars
+import os
+import signal
 import threading
 import time
 
@@ -139,6 +141,29 @@ async def test_closing_stops_the_threads_and_later_calls_still_run() -> None:
     await anyio.to_thread.run_sync(_until_stopped, workers)
     # After close a call takes anyio's worker threads, as every call did before this pool.
     assert await workers.run(lambda: 5) == 5
+
+
+async def test_a_forked_child_starts_threads_of_its_own() -> None:
+    workers = Workers(1, "test")
+    try:
+        await workers.run(lambda: None)  # the parent's one thread, idle: the child has no such thread
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: one call through the inherited pool, its answer up the pipe
+            try:
+                os.close(read_end)
+                signal.alarm(10)  # a call that waits for no thread ends the child: the parent reads b""
+                answer = anyio.run(workers.run, lambda: b"answered")
+                os.write(write_end, answer)
+            finally:
+                os._exit(0)
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            answer = await anyio.to_thread.run_sync(pipe.read)
+        await anyio.to_thread.run_sync(os.waitpid, pid, 0)
+        assert answer == b"answered"  # without the reset, the call waited for a thread that is not there
+    finally:
+        workers.close()
 
 
 async def test_the_store_hops_through_its_workers(store: Store) -> None:
