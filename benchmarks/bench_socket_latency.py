@@ -8,7 +8,11 @@ client (``roles._mcp_http`` over ``roles._unix_http``: what the oracle in its co
 which does not). Both tools pay the same transport, JSON-RPC and per-request token verification;
 the difference is the scoped query and its answer. Each round also times the store call alone
 (``store.memory.query_core``, what the tool calls, with the same arguments and scopes, on this
-thread), so the part of the difference that is the query's SQL shows beside the rest. Prints p50/p95
+thread), so the part of the difference that is the query's SQL shows beside the rest; and, with the
+runner's client, two tools of the benchmark's that take the query apart: ``bench.answer`` answers
+the query's answer, computed once (the answer's encoding, transfer and parsing, with no query), and
+``bench.query_on_loop`` runs the same query on the event loop's thread (``memory.query`` without its
+hop to a worker thread; only here: a query scans, and blocks the loop while it does). Prints p50/p95
 of each, of the difference, and the p50 ratio of the query to the no-op per client, in wall time and
 in the CPU time the process spent on the call (client, server and the store's worker thread alike:
 on a machine whose cores other work contends for, the steadier of the two). Usage:
@@ -51,6 +55,9 @@ from store import Store, init_project, open_store
 from supervisor.logging import configure_logging
 
 NOOP = "bench.noop"
+ANSWER = "bench.answer"
+ON_LOOP = "bench.query_on_loop"
+PARTS = (ANSWER, ON_LOOP)
 SDK_CLIENT = "SDK client"
 RUNNER_CLIENT = "runner's client"
 CLIENTS = (SDK_CLIENT, RUNNER_CLIENT)
@@ -69,22 +76,46 @@ async def _noop(call: ToolCall) -> dict[str, Any]:
     return {}
 
 
+class _PartArgs(ToolArgs):
+    label: str
+
+
+def _parts(store: Store, queries: dict[str, dict[str, Any]], scopes: frozenset[str]) -> list[ToolSpec]:
+    """The tools that take ``memory.query`` apart (see the module docstring), by query label."""
+    answers = {
+        label: {"entries": store.memory.query_core(**q, allowed_scopes=scopes)}
+        for label, q in queries.items()
+    }
+
+    async def answer(call: ToolCall) -> dict[str, Any]:
+        return answers[call.args.label]
+
+    async def on_loop(call: ToolCall) -> dict[str, Any]:
+        return {"entries": store.memory.query_core(**queries[call.args.label], allowed_scopes=scopes)}
+
+    return [
+        ToolSpec(ANSWER, "the query's answer, computed once", _PartArgs, answer, read_only=True),
+        ToolSpec(ON_LOOP, "the query, on the event loop", _PartArgs, on_loop, read_only=True),
+    ]
+
+
 @contextmanager
 def _noop_allowed_for_the_oracle() -> Iterator[None]:
-    """Let the oracle role call the benchmark's no-op, for this process and this block only.
+    """Let the oracle role call the benchmark's no-op (and its :data:`PARTS`), for this process and
+    this block only.
 
-    The policy's table (``ACCESS``) gets a ``bound`` cell for the no-op in the oracle's row, and
-    the toolsets derived from it (``ROLE_TOOLSETS``, ``CAPABILITY_TOOLSETS``) get the tool, so the
+    The policy's table (``ACCESS``) gets a ``bound`` cell for each in the oracle's row, and
+    the toolsets derived from it (``ROLE_TOOLSETS``, ``CAPABILITY_TOOLSETS``) get the tools, so the
     no-op passes exactly the checks ``memory.query`` passes.
     """
     role = policy.MEMORY_ORACLE_ROLE
     access = policy.ACCESS
     derived = (policy.ROLE_TOOLSETS, policy.CAPABILITY_TOOLSETS)
     originals = [toolsets[role] for toolsets in derived]
-    oracle_row = MappingProxyType({**access[role], NOOP: Reach.BOUND})
+    oracle_row = MappingProxyType({**access[role], **dict.fromkeys((NOOP, *PARTS), Reach.BOUND)})
     setattr(policy, "ACCESS", MappingProxyType({**access, role: oracle_row}))  # noqa: B010 (Final elsewhere)
     for toolsets in derived:
-        toolsets[role] = toolsets[role] | {NOOP}
+        toolsets[role] = toolsets[role] | {NOOP, *PARTS}
     try:
         yield
     finally:
@@ -154,19 +185,19 @@ async def _measure(
         proposal_id=proposal_id,
         role="memory_oracle",
         agent_id="memory-oracle-1",
-        tools=policy.MEMORY_ORACLE_TOOLS | {NOOP},
+        tools=policy.MEMORY_ORACLE_TOOLS | {NOOP, *PARTS},
         ttl_seconds=3600,
         actor="bench",
     )
     spec = ToolSpec(NOOP, "does nothing", _NoArgs, _noop, read_only=True, idempotent=True)
-    registry = ToolRegistry([*all_tools(), spec])
+    queries = _queries(corpus)
+    registry = ToolRegistry([*all_tools(), spec, *_parts(store, queries, issued.record.scopes)])
     services = Services(store=store)
     served: Any = (
         serving(build_launch_app(services, issued.record.id, registry=registry), uds=sock)
         if server == "sdk"
         else serve_launch_socket(LaunchSocketApp(services, issued.record.id, registry=registry), sock)
     )
-    queries = _queries(corpus)
     samples: dict[str, list[float]] = {}
     for client in CLIENTS:
         samples.update({f"{client}: {NOOP}": [], f"{client}: {NOOP}{CPU}": []})
@@ -179,6 +210,14 @@ async def _measure(
                 }
             )
     samples.update({f"{label}: {STORE_CALL}": [] for label in queries})
+    samples.update(
+        {
+            f"{RUNNER_CLIENT}: {label}: {part}{unit}": []
+            for label in queries
+            for part in PARTS
+            for unit in ("", CPU)
+        }
+    )
     scopes = issued.record.scopes
     bearer = {"Authorization": f"Bearer {issued.token}"}
     async with (
@@ -204,6 +243,13 @@ async def _measure(
                         samples[f"{client}: {label}"].append(scoped)
                         samples[f"{client}: {label}: difference"].append(scoped - noop)
                         samples[f"{client}: {label}{CPU}"].append(scoped_cpu)
+                for label in queries if client == RUNNER_CLIENT else ():
+                    for part in PARTS:
+                        result, wall, cpu = await _timed(call, part, {"label": label})
+                        assert not result.is_error, result
+                        if keep:
+                            samples[f"{client}: {label}: {part}"].append(wall)
+                            samples[f"{client}: {label}: {part}{CPU}"].append(cpu)
                 if keep:
                     samples[f"{client}: {NOOP}"].append(noop)
                     samples[f"{client}: {NOOP}{CPU}"].append(noop_cpu)
@@ -277,6 +323,13 @@ def main() -> None:
                         samples[f"{client}: {NOOP}{unit}"], 50
                     )
                     print(f"  {client}: {label} / {NOOP}{unit} at p50: {ratio:.2f}x   goal <= 1.30x")
+        for label in _queries(corpus):
+            for part in PARTS:
+                for unit in ("", CPU):
+                    ratio = percentile(samples[f"{RUNNER_CLIENT}: {label}: {part}{unit}"], 50) / percentile(
+                        samples[f"{RUNNER_CLIENT}: {NOOP}{unit}"], 50
+                    )
+                    print(f"  {RUNNER_CLIENT}: {label}: {part} / {NOOP}{unit} at p50: {ratio:.2f}x")
         ratio = percentile(samples[ADVERTISED_SCHEMA], 50) / percentile(samples[PYDANTIC_SCHEMA], 50)
         print(f"  {ADVERTISED_SCHEMA} / pydantic's at p50: {ratio:.2f}x")
         print()

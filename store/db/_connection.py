@@ -11,8 +11,9 @@
   :func:`translate_sqlite_error` -- busy past every retry is :class:`~store.errors.StoreBusy`, a
   constraint violation :class:`~store.errors.Conflict`, anything else
   :class:`~store.errors.InternalError`;
-- :meth:`Database.run` moves any blocking call onto a worker thread (``anyio.to_thread``) behind a
-  :class:`anyio.CapacityLimiter`, so async code never blocks its event loop on SQLite;
+- :meth:`Database.run` moves any blocking call onto a worker thread of the database's own, at most
+  eight at once (:class:`~store.db._workers.Workers`, one hop there and back), so async code never
+  blocks its event loop on SQLite;
 - :meth:`Database.run_inline` is the one exception, for a read of a row or two made on every
   request (authentication): it runs on the caller's thread, on a connection that never waits for a
   lock and cannot write, and moves to a worker thread as :meth:`Database.run` does the moment
@@ -29,11 +30,10 @@ from functools import partial
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-import anyio
-import anyio.to_thread
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from store.db._migrations import apply_migrations
+from store.db._workers import Workers
 from store.errors import Conflict, InternalError, RoundtableError, StoreBusy
 
 __all__ = ["Database", "is_busy_error", "translate_sqlite_error"]
@@ -93,7 +93,7 @@ class Database:
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         self._write_lock = threading.RLock()
-        self._limiter = anyio.CapacityLimiter(8)
+        self._workers = Workers(8, "sqlite")
         self._closed = False
 
     # -- connections ---------------------------------------------------------------------------
@@ -150,6 +150,7 @@ class Database:
     def close(self) -> None:
         """Close every connection this object opened (from any thread)."""
         self._closed = True
+        self._workers.close()
         with self._all_lock:
             conns, self._all = self._all, []
         for conn in conns:
@@ -240,7 +241,7 @@ class Database:
         like one from :meth:`write` or :meth:`read`.
         """
         try:
-            return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+            return await self._workers.run(partial(fn, *args, **kwargs))
         except sqlite3.Error as exc:
             raise translate_sqlite_error(exc) from exc
 

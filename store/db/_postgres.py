@@ -35,8 +35,6 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
-import anyio
-import anyio.to_thread
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
@@ -45,6 +43,7 @@ from store._ids import utc_now_iso
 from store.db._connection import WRITE_ATTEMPTS, Database
 from store.db._pg_sql import PgConnection, configure_connection, is_retryable, translate_pg_error
 from store.db._url import PostgresUrl, schema_name_ok
+from store.db._workers import Workers
 from store.errors import InternalError, InvalidArgument, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -115,7 +114,7 @@ class PostgresDatabase(Database):
         self._local = threading.local()
         self._pg_conns: list[psycopg.Connection[Any]] = []
         self._all_lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(max_connections)
+        self._workers = Workers(max_connections, f"postgres-{schema}")
         self._closed = False
         self._probe()  # fails before anything is created when the server will not have us
         self._pool = ConnectionPool(
@@ -163,6 +162,7 @@ class PostgresDatabase(Database):
     def close(self) -> None:
         """Close the pool and every connection this object opened (from any thread)."""
         self._closed = True
+        self._workers.close()
         self._pool.close()
         with self._all_lock:
             conns, self._pg_conns = self._pg_conns, []
@@ -224,7 +224,7 @@ class PostgresDatabase(Database):
     async def run(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """Run a blocking store call in a worker thread; the event loop keeps running."""
         try:
-            return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=self._limiter)
+            return await self._workers.run(partial(fn, *args, **kwargs))
         except psycopg.Error as exc:
             raise translate_pg_error(exc) from exc
 

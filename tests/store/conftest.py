@@ -51,6 +51,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/work/test_votes.py",
         "tests/store/db/test_postgres.py",
         "tests/store/db/test_rows_in_postgres.py",
+        "tests/store/db/test_workers.py",
         "tests/store/test_config_launches.py",
     }
 )
