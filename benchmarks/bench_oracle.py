@@ -141,7 +141,7 @@ def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--image", default=role_image_tag(), help="the role image (default: the configured one)")
+    parser.add_argument("--image", default=role_image_tag(), help="the role image (default: configured)")
     args = parser.parse_args()
     configure_logging()  # logs to stderr, so stdout holds only the figures
     anyio.run(_run, args.repeat, args.image)
