@@ -37,10 +37,13 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from store.memory import _rank_blocks
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
+from store.memory._rank_index import RANK_PENDING
 from store.memory._search import MemoryFilter, reach_probe
 
 __all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "ranked_ids"]
@@ -71,7 +74,7 @@ Key = tuple[bool, float, int, str]  # is a summary, -score, -importance, id: the
 def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, float]]:
     """``(id, score)`` of the entries ``memory.query`` ranks for ``text`` (which holds a term)."""
     terms = query_terms(text)
-    if conn.execute("SELECT 1 FROM memory_rank_backlog LIMIT 1").fetchone() is not None:
+    if conn.execute(RANK_PENDING).fetchone() is not None:
         return _reference(conn, text, filters)
     marks = ", ".join("?" * (len(terms) + 1))
     sql = f"SELECT term, df FROM memory_rank_terms WHERE term IN ({marks})"
@@ -99,7 +102,8 @@ class _Walk:
 
     def __init__(self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter):
         self.conn, self.terms, self.weights, self.filters = conn, terms, weights, filters
-        self.lists: list[list[tuple[float, int]]] = [[] for _ in terms]  # the prefixes read
+        self.lists: list[list[tuple[array[float], array[int]]]] = [[] for _ in terms]  # blocks read
+        self.counts = [0] * len(terms)  # postings read of each list
         self.maps: list[dict[int, float]] = [{} for _ in terms]
         self.whole = [False] * len(terms)
         self.bounds = [0.0] * len(terms)
@@ -110,20 +114,19 @@ class _Walk:
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def _read(self, depth: int) -> None:
-        """Extend every prefix not yet whole to ``depth`` postings."""
+        """Extend every prefix not yet whole to at least ``depth`` postings, whole blocks at a time."""
         for index, term in enumerate(self.terms):
-            rows = self.lists[index]
-            if self.whole[index] or len(rows) >= depth:
-                continue
-            wanted = depth - len(rows)
-            added = [
-                (float(value), int(doc))
-                for value, doc in self.conn.execute(_LIST, (term, wanted, len(rows))).fetchall()
-            ]
-            rows.extend(added)
-            self.maps[index].update((doc, value) for value, doc in added)
-            self.whole[index] = len(added) < wanted
-            self.bounds[index] = 0.0 if self.whole[index] else rows[-1][0]
+            blocks, found = self.lists[index], self.maps[index]
+            while not self.whole[index] and self.counts[index] < depth:
+                wanted = (depth - self.counts[index]) // _rank_blocks.SIZE + 1
+                read = _rank_blocks.read_blocks(self.conn, term, wanted, len(blocks))
+                for data in read:
+                    impacts, docs = _rank_blocks.unpack(data)
+                    blocks.append((impacts, docs))
+                    found.update(zip(docs, impacts))
+                    self.counts[index] += len(docs)
+                self.whole[index] = len(read) < wanted
+            self.bounds[index] = 0.0 if self.whole[index] or not blocks else blocks[-1][0][-1]
         keys = [found.keys() for found in self.maps]
         self.multi = set()
         for index, first in enumerate(keys):
@@ -180,10 +183,14 @@ class _Walk:
         """``(-upper bound, doc)`` of the entries in prefix ``index`` alone, best first: in the
         list's own order, as their bound grows with their one impact."""
         impacts: list[float | None] = [None] * len(self.lists)
-        for value, doc in self.lists[index]:
-            if doc not in self.multi:
-                impacts[index] = value
-                yield -self._upper(impacts), doc
+        multi, upper = self.multi, 0.0
+        for values, docs in self.lists[index]:
+            for value, doc in zip(values, docs):
+                if doc not in multi:
+                    if value != impacts[index]:  # a bound only moves with the impact
+                        impacts[index] = value
+                        upper = -self._upper(impacts)
+                    yield upper, doc
 
     def _settle(self, docs: list[int]) -> None:
         """The exact scores of ``docs``: from the prefixes' impacts when those are all of theirs (in
@@ -243,9 +250,6 @@ class _Walk:
         return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
 
 
-_LIST = (
-    "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc LIMIT ? OFFSET ?"
-)
 _INFO = (
     "SELECT d.doc, m.lc_kind = 'summary', m.importance, m.id, m.scope, m.kind, m.status"
     " FROM memory_rank_docs AS d JOIN memory_entries AS m ON m.id = d.id WHERE d.doc IN ({})"

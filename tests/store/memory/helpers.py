@@ -11,6 +11,7 @@ _TABLES = (
     "memory_provenance_edges",
     "memory_entries",
     "memory_rank_postings",
+    "memory_rank_blocks",
     "memory_rank_terms",
     "memory_rank_docs",
 )

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from store import Store, init_project, open_store
 from store.db import _migrations
-from store.memory import _ranked
+from store.memory import _rank_blocks, _ranked
 from store.memory._rank import entry_terms, impact, reference_ranking
 from tests.store.memory.helpers import wipe_memory
 
@@ -82,8 +82,11 @@ def _check_index(store: Store) -> None:
             for row in conn.execute("SELECT id, doc, length, terms FROM memory_rank_docs")
         }
         terms = {row[0]: row[1] for row in conn.execute("SELECT term, df FROM memory_rank_terms")}
-        postings = {tuple(row) for row in conn.execute("SELECT term, impact, doc FROM memory_rank_postings")}
-        return entries, docs, terms, postings
+        blocks = conn.execute(
+            "SELECT term, impact, doc, data FROM memory_rank_blocks ORDER BY term, impact DESC, doc"
+        ).fetchall()
+        assert conn.execute("SELECT count(*) FROM memory_rank_postings").fetchone()[0] == 0
+        return entries, docs, terms, _postings(blocks)
 
     entries, docs, terms, postings = store.db.read(read)
     assert set(docs) == {row[0] for row in entries}
@@ -102,6 +105,33 @@ def _check_index(store: Store) -> None:
         if entries
         else True
     )
+
+
+def _postings(blocks: list[Any]) -> set[tuple[str, float, int]]:
+    """Every posting of the blocks (rows in key order), after checking what the search and the
+    writes rely on: each list in order across its blocks, no block empty or past ``MOST``, each
+    block's key at or before its first posting, and no posting twice."""
+    postings: list[tuple[str, float, int]] = []
+    for term, key_impact, key_doc, data in blocks:
+        impacts, docs = _rank_blocks.unpack(bytes(data))
+        assert 0 < len(docs) == len(impacts) <= _rank_blocks.MOST
+        assert (-key_impact, key_doc) <= (-impacts[0], docs[0])
+        if postings and postings[-1][0] == term:
+            assert (-postings[-1][1], postings[-1][2]) < (-key_impact, key_doc)
+        postings.extend((term, value, doc) for value, doc in zip(impacts, docs, strict=True))
+    ordered = [(term, -value, doc) for term, value, doc in postings]
+    assert ordered == sorted(set(ordered))  # in list order within each term, no duplicates
+    return set(postings)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _small_blocks() -> Any:
+    """Blocks of two or three postings, so that writes split and empty them and prefixes end
+    within a few postings (each property test draws other sizes too)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_rank_blocks, "SIZE", 2)
+        patch.setattr(_rank_blocks, "MOST", 3)
+        yield
 
 
 _FILTERS = st.fixed_dictionaries(
@@ -127,6 +157,9 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_ranked, "DEPTH", depth)
         patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 256])))
+        size = data.draw(st.sampled_from([1, 2, 4]))
+        patch.setattr(_rank_blocks, "SIZE", size)
+        patch.setattr(_rank_blocks, "MOST", data.draw(st.sampled_from([size, 2 * size, 2 * size + 1])))
         patch.setattr(_ranked, "NARROW", data.draw(st.sampled_from([0, 2_000])))
         stored = [store.memory.record(actor="op", **fields) for fields in entries[: len(entries) // 2]]
         stored += store.memory.record_many(entries[len(entries) // 2 :], actor="op")
