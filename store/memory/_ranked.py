@@ -46,7 +46,7 @@ from store.memory._rank import idf, impact, query_terms, reference_ranking, scor
 from store.memory._rank_index import RANK_PENDING
 from store.memory._search import MemoryFilter, reach_probe
 
-__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "ranked_ids"]
+__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "PROBES", "ranked_ids"]
 
 BLOCK = 64
 """Entries of the prefixes settled at a time, best upper bound first."""
@@ -58,6 +58,10 @@ entries to settle from their stored terms, which costs more than reading posting
 
 GROWTH = 2
 """How many times deeper a prefix is read when the walk cannot stop."""
+
+PROBES = 256
+"""Entries settled from their stored terms (~10 us each) past which a walk reads its prefixes
+deeper instead (a posting read costs ~0.1 us): the deeper bounds rule most of them out."""
 
 NARROW = 2_000
 """A scope filter reaching fewer rows than this is answered by evaluating those rows directly."""
@@ -111,6 +115,7 @@ class _Walk:
         self.exact: dict[int, float] = {}  # exact, so kept from one depth to the next
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
+        self.probed = 0  # entries of this depth settled from their stored terms
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def _read(self, depth: int) -> None:
@@ -123,7 +128,7 @@ class _Walk:
                 for data in read:
                     impacts, docs = _rank_blocks.unpack(data)
                     blocks.append((impacts, docs))
-                    found.update(zip(docs, impacts))
+                    found.update(zip(docs, impacts, strict=True))
                     self.counts[index] += len(docs)
                 self.whole[index] = len(read) < wanted
             self.bounds[index] = 0.0 if self.whole[index] or not blocks else blocks[-1][0][-1]
@@ -153,6 +158,8 @@ class _Walk:
             if _raised(-chunk[0][0]) < unseen and (self.kth is None or self.kth <= unseen):
                 return None  # the rest cannot lift the last place above an entry in no prefix
             self._settle([doc for upper, doc in chunk if self.kth is None or _raised(-upper) >= self.kth])
+            if self.probed > PROBES and not all(self.whole):
+                return None  # reading deeper settles the rest from the lists, for less
         if self.kth is not None and self.kth > unseen:
             return self._ordered(self.best)[:limit]
         if not all(self.whole):
@@ -162,7 +169,7 @@ class _Walk:
 
     def _restart(self) -> None:
         """Forget the last place and the best of a shallower walk (its scores stay)."""
-        self.kth, self.best = None, []
+        self.kth, self.best, self.probed = None, [], 0
 
     def _upper(self, impacts: list[float | None]) -> float:
         """The most an entry with these impacts in the prefixes (``None``: not in that prefix) may
@@ -175,9 +182,26 @@ class _Walk:
             ],
         )
 
-    def _shared(self) -> list[tuple[float, int]]:
-        """``(-upper bound, doc)`` of the entries in two prefixes or more, best first."""
-        return sorted((-self._upper([found.get(doc) for found in self.maps]), doc) for doc in self.multi)
+    def _shared(self) -> Iterator[tuple[float, int]]:
+        """``(-upper bound, doc)`` of the entries in two prefixes or more, best first, lazily.
+
+        Each bound is every term's bound plus, for each prefix holding the entry, what its
+        impact adds to that (summed in another order than :func:`score`, which :func:`_raised`
+        covers); only the entries the merge reaches are taken off the heap."""
+        base = -sum(weight * bound for weight, bound in zip(self.weights, self.bounds, strict=True))
+        uppers = dict.fromkeys(self.multi, base)
+        for found, weight, bound in zip(self.maps, self.weights, self.bounds, strict=True):
+            # uppers[doc] -= weight * impact, then += weight * bound, in C (map) for speed
+            held = list(self.multi & found.keys())
+            gains = map(weight.__mul__, map(found.__getitem__, held))
+            uppers.update(zip(held, map(float.__sub__, map(uppers.__getitem__, held), gains), strict=True))
+            uppers.update(
+                zip(held, map((weight * bound).__add__, map(uppers.__getitem__, held)), strict=True)
+            )
+        heap = [(upper, doc) for doc, upper in uppers.items()]
+        heapq.heapify(heap)
+        while heap:
+            yield heapq.heappop(heap)
 
     def _alone(self, index: int) -> Iterator[tuple[float, int]]:
         """``(-upper bound, doc)`` of the entries in prefix ``index`` alone, best first: in the
@@ -185,7 +209,7 @@ class _Walk:
         impacts: list[float | None] = [None] * len(self.lists)
         multi, upper = self.multi, 0.0
         for values, docs in self.lists[index]:
-            for value, doc in zip(values, docs):
+            for value, doc in zip(values, docs, strict=True):
                 if doc not in multi:
                     if value != impacts[index]:  # a bound only moves with the impact
                         impacts[index] = value
@@ -207,6 +231,7 @@ class _Walk:
                 probe.append(doc)
         if probe:
             self._probe(probe)
+            self.probed += len(probe)
         hopeful = [doc for doc in docs if self.kth is None or self.exact[doc] >= self.kth]
         self._fetch(hopeful)
         best = sorted([*self.best, *(doc for doc in hopeful if self._counts(doc))], key=self._rank)
