@@ -1,17 +1,18 @@
 """``memory.query`` ``match: "ranked"`` from the impact-ordered index, on both backends.
 
 The ranking is :mod:`store.memory._rank`'s function; this module finds its best entries without
-scoring every match. Every term has a list (``memory_rank_postings``) of every entry holding it,
-best impact first (:mod:`._rank_index`). The search reads a **prefix** of each query term's list
-(:data:`DEPTH` postings, one plain ordered read each) into a map per term; no statement groups or
-sorts them. An entry left out of a prefix has an impact of at most the last one read: the
-prefix's **bound** (0 once the list is read whole: the entry does not hold the term). An entry's
-**upper bound** is its impacts in the prefixes plus, for each term whose prefix it is not in,
-that term's bound, summed as :func:`score` sums and raised by :func:`_raised`. The entries in one
-prefix only have a bound that falls with their one impact, so each prefix, walked in its own
-order and skipping the few entries in two prefixes or more, yields them best bound first; those
-few are sorted by their bounds; a lazy merge of these streams gives every entry of the prefixes
-best bound first, while only the entries it reaches are looked at. They are settled
+scoring every match. Every term has a list of every entry holding it, best impact first
+(:mod:`._rank_index`), stored in packed blocks (:mod:`._rank_blocks`). The search reads a
+**prefix** of each query term's list (at least :data:`DEPTH` postings, whole blocks, one ordered
+read of a few rows each, unpacked in C) into a map per term; no statement groups or sorts them.
+An entry left out of a prefix has an impact of at most the last one read: the prefix's
+**bound** (0 once the list is read whole: the entry does not hold the term). An entry's **upper
+bound** is its impacts in the prefixes plus, for each term whose prefix it is not in, that
+term's bound, summed and raised by :func:`_raised`. The entries in one prefix only have a bound
+that falls with their one impact, so each prefix, walked in its own order and skipping the
+entries in two prefixes or more, yields them best bound first; those are heaped by their bounds
+(computed in C) and taken off lazily; a lazy merge of these streams gives every entry of the
+prefixes best bound first, while only the entries it reaches are looked at. They are settled
 :data:`BLOCK` at a time: the exact score from the maps when every term is in the entry's
 prefixes or its list is whole, else from the entry's stored terms (one read of those rows, no
 JSON parsing); filters (and whether it is a summary) only for the entries that could still
@@ -22,8 +23,10 @@ stop that drops a better entry would need a stream out of order, which the lists
 out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
 When the prefixes cannot settle it (an entry in no prefix could place, or fewer than ``limit``
-entries count: filters that pass few entries, impacts that tie past the prefix), each prefix not
-yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
+entries count: filters that pass few entries, impacts that tie past the prefix), or settling it
+needs more than :data:`PROBES` entries' stored terms (common terms, whose prefixes' bounds stay
+near their heads: reading deeper lowers the bounds and rules those entries out for less), each
+prefix not yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
 filters it settled; once every list is whole it always settles, so no query scores every match
 for want of a list. ``limit`` 0 reads the lists whole and scores every match from them. A scope
 filter reaching fewer than :data:`NARROW` entries is answered by scoring those entries from
@@ -52,9 +55,9 @@ BLOCK = 64
 """Entries of the prefixes settled at a time, best upper bound first."""
 
 DEPTH = 2_048
-"""Postings of each list read first (a shorter list is read whole): on the benchmark's realistic corpus
-prefixes of 400 to 800 settle its queries of two to four terms at ``limit`` 10; fewer leave more
-entries to settle from their stored terms, which costs more than reading postings."""
+"""Postings of each list read first, at least (whole blocks; a shorter list is read whole): on the
+benchmark's realistic corpus it settles most queries of two to four terms at ``limit`` 10 in one
+round; common terms read deeper (:data:`PROBES`)."""
 
 GROWTH = 2
 """How many times deeper a prefix is read when the walk cannot stop."""

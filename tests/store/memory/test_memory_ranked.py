@@ -25,7 +25,7 @@ from store import Store, init_project, open_store
 from store.db import _migrations
 from store.memory import _rank_blocks, _ranked
 from store.memory._rank import entry_terms, impact, reference_ranking
-from tests.store.memory.helpers import wipe_memory
+from tests.store.memory.helpers import check_rank_index, wipe_memory
 
 _WORDS = ["alpha", "beta", "gamma", "delta", "Ärger", "straße", "İstanbul", "x_y", "42", "ǅemal"]
 _TEXT = (
@@ -67,61 +67,6 @@ def _expected(store: Store, query: str, options: dict[str, Any]) -> list[tuple[s
     found = reference_ranking(entries, query, passes=passes)
     limit = options.get("limit", 10)
     return found[:limit] if limit > 0 else found
-
-
-def _check_index(store: Store) -> None:
-    """The invariants the walk relies on: df and N exact; every entry holding a term in its
-    list, at its current impact, and nothing else in the lists."""
-
-    def read(conn: sqlite3.Connection) -> tuple[Any, ...]:
-        entries = conn.execute(
-            "SELECT id, lc_title, lc_body, lc_scope, lc_kind FROM memory_entries"
-        ).fetchall()
-        docs = {
-            row[0]: (row[1], row[2], json.loads(row[3]))
-            for row in conn.execute("SELECT id, doc, length, terms FROM memory_rank_docs")
-        }
-        terms = {row[0]: row[1] for row in conn.execute("SELECT term, df FROM memory_rank_terms")}
-        blocks = conn.execute(
-            "SELECT term, impact, doc, data FROM memory_rank_blocks ORDER BY term, impact DESC, doc"
-        ).fetchall()
-        assert conn.execute("SELECT count(*) FROM memory_rank_postings").fetchone()[0] == 0
-        return entries, docs, terms, _postings(blocks)
-
-    entries, docs, terms, postings = store.db.read(read)
-    assert set(docs) == {row[0] for row in entries}
-    df: Counter[str] = Counter()
-    expected_postings = set()
-    for entry_id, *fields in entries:
-        counts, length = entry_terms(fields)
-        doc, stored_length, stored = docs[entry_id]
-        assert (stored_length, stored) == (length, dict(counts))
-        df.update(counts.keys())
-        for term, tf in counts.items():
-            expected_postings.add((term, impact(tf, length), doc))
-    assert postings == expected_postings
-    assert (
-        {term: value for term, value in terms.items() if value} == {**df, "": len(entries)}
-        if entries
-        else True
-    )
-
-
-def _postings(blocks: list[Any]) -> set[tuple[str, float, int]]:
-    """Every posting of the blocks (rows in key order), after checking what the search and the
-    writes rely on: each list in order across its blocks, no block empty or past ``MOST``, each
-    block's key at or before its first posting, and no posting twice."""
-    postings: list[tuple[str, float, int]] = []
-    for term, key_impact, key_doc, data in blocks:
-        impacts, docs = _rank_blocks.unpack(bytes(data))
-        assert 0 < len(docs) == len(impacts) <= _rank_blocks.MOST
-        assert (-key_impact, key_doc) <= (-impacts[0], docs[0])
-        if postings and postings[-1][0] == term:
-            assert (-postings[-1][1], postings[-1][2]) < (-key_impact, key_doc)
-        postings.extend((term, value, doc) for value, doc in zip(impacts, docs, strict=True))
-    ordered = [(term, -value, doc) for term, value, doc in postings]
-    assert ordered == sorted(set(ordered))  # in list order within each term, no duplicates
-    return set(postings)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -170,7 +115,7 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
             else:
                 fields: dict[str, Any] = data.draw(_ENTRY)
                 store.memory.record(actor="op", memory_id=target, **fields)
-        _check_index(store)
+        check_rank_index(store)
         for _ in range(4):
             query = " ".join(
                 data.draw(
@@ -224,7 +169,7 @@ def test_entries_older_than_the_index_are_ranked_directly_then_indexed_when_the_
     upgraded = open_store(paths)  # drains the backlog
     try:
         assert upgraded.db.read(_backlog) == 0
-        _check_index(upgraded)
+        check_rank_index(upgraded)
         assert upgraded.memory.query("wombat x", match="ranked", limit=0) == direct
     finally:
         upgraded.close()
@@ -377,7 +322,7 @@ def test_a_project_indexed_with_cut_lists_is_reindexed_whole(
     upgraded = open_store(paths)  # applies 0013 and 0014, then drains the backlog 0013 fills
     try:
         assert upgraded.db.read(_backlog) == 0
-        _check_index(upgraded)
+        check_rank_index(upgraded)
         for limit in (1, 3, 0):
             assert _ranked_pairs(upgraded, "wombat x", limit=limit) == _expected(
                 upgraded, "wombat x", {"limit": limit}
@@ -412,7 +357,7 @@ def test_lists_of_a_row_a_posting_are_packed_into_blocks_when_the_project_opens(
             )[0]
             == 0
         )
-        _check_index(upgraded)
+        check_rank_index(upgraded)
         monkeypatch.setattr(_ranked, "DEPTH", 1)
         monkeypatch.setattr(_ranked, "NARROW", 0)
         for limit in (1, 3, 0):
@@ -420,7 +365,7 @@ def test_lists_of_a_row_a_posting_are_packed_into_blocks_when_the_project_opens(
                 upgraded, "wombat x b1", {"limit": limit}
             )
         upgraded.memory.record(actor="op", scope="project", kind="fact", title="wombat x x x", body_md="b1")
-        _check_index(upgraded)
+        check_rank_index(upgraded)
         assert _ranked_pairs(upgraded, "wombat x b1", limit=2) == _expected(
             upgraded, "wombat x b1", {"limit": 2}
         )
