@@ -25,11 +25,12 @@ from typing import Any
 
 __all__ = ["MOST", "SIZE", "apply", "convert", "pack", "read_blocks", "unpack"]
 
-SIZE = 256
+SIZE = 120
 """Postings of a block made by a split or by :func:`convert`."""
 
-MOST = 512
-"""A block holding more postings than this is split."""
+MOST = 240
+"""A block holding more postings than this is split: at most 3,840 bytes, so that SQLite keeps a
+block in its table page (a larger one spills to overflow pages, and each write costs more pages)."""
 
 _SWAP = sys.byteorder != "little"
 
@@ -64,14 +65,15 @@ def read_blocks(conn: Any, term: str, count: int, offset: int) -> list[bytes]:
 
 
 _AT = (
-    "SELECT impact, doc, data FROM memory_rank_blocks WHERE term = ? AND (impact > ? OR"
-    " (impact = ? AND doc <= ?)) ORDER BY impact, doc DESC LIMIT 1"
+    "SELECT impact, doc, data FROM memory_rank_blocks WHERE term = ? AND impact >= ? AND (impact > ? OR"
+    " doc <= ?) ORDER BY impact, doc DESC LIMIT 1"
 )
-"""The block with the greatest key at or before a posting (the index read backwards)."""
+"""The block with the greatest key at or before a posting: the index read backwards from the
+posting's impact (a range both planners seek to, where an ``OR`` alone made them scan the list)."""
 _FIRST = "SELECT impact, doc, data FROM memory_rank_blocks WHERE term = ? ORDER BY impact DESC, doc LIMIT 1"
 _NEXT = (
-    "SELECT impact, doc FROM memory_rank_blocks WHERE term = ? AND (impact < ? OR"
-    " (impact = ? AND doc > ?)) ORDER BY impact DESC, doc LIMIT 1"
+    "SELECT impact, doc FROM memory_rank_blocks WHERE term = ? AND impact <= ? AND (impact < ? OR"
+    " doc > ?) ORDER BY impact DESC, doc LIMIT 1"
 )
 _INSERT = "INSERT INTO memory_rank_blocks (term, impact, doc, data) VALUES (?, ?, ?, ?)"
 _DELETE = "DELETE FROM memory_rank_blocks WHERE term = ? AND impact = ? AND doc = ?"
