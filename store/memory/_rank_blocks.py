@@ -18,6 +18,7 @@ one at a time on both backends, so a block's read-modify-write sees every earlie
 
 from __future__ import annotations
 
+import itertools
 import sys
 from array import array
 from collections.abc import Iterable
@@ -33,6 +34,9 @@ MOST = 240
 block in its table page (a larger one spills to overflow pages, and each write costs more pages)."""
 
 _SWAP = sys.byteorder != "little"
+
+_PAGE = SIZE * 1_000
+"""Postings of ``memory_rank_postings`` packed at a time (a multiple of :data:`SIZE`)."""
 
 
 def pack(impacts: array[float], docs: array[int]) -> bytes:
@@ -159,26 +163,34 @@ def _write(
         conn.execute(_INSERT, (term, *piece_key, pack(impacts[low:high], docs[low:high])))
 
 
+_POSTINGS = (
+    "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc LIMIT ? OFFSET ?"
+)
+
+
 def convert(conn: Any, batch: int = 200) -> int:
     """Pack the postings of up to ``batch`` terms of ``memory_rank_convert`` into blocks (their
-    rows of ``memory_rank_postings`` are deleted); how many terms were left before this call."""
+    rows of ``memory_rank_postings`` are deleted); how many it packed (0: none was left)."""
     terms = [
         row[0] for row in conn.execute("SELECT term FROM memory_rank_convert ORDER BY term LIMIT ?", (batch,))
     ]
     for term in terms:
-        rows = conn.execute(
-            "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc", (term,)
-        ).fetchall()
-        impacts = array("d", [float(row[0]) for row in rows])
-        docs = array("q", [int(row[1]) for row in rows])
         conn.execute("DELETE FROM memory_rank_blocks WHERE term = ?", (term,))
-        conn.executemany(
-            _INSERT,
-            [
-                (term, impacts[at], docs[at], pack(impacts[at : at + SIZE], docs[at : at + SIZE]))
-                for at in range(0, len(docs), SIZE)
-            ],
-        )
+        for offset in itertools.count(0, _PAGE):  # a page at a time: 'the' holds nearly every entry
+            rows = conn.execute(_POSTINGS, (term, _PAGE, offset)).fetchall()
+            impacts = array("d", [float(row[0]) for row in rows])
+            docs = array("q", [int(row[1]) for row in rows])
+            if not rows:
+                break
+            conn.executemany(
+                _INSERT,
+                [
+                    (term, impacts[at], docs[at], pack(impacts[at : at + SIZE], docs[at : at + SIZE]))
+                    for at in range(0, len(docs), SIZE)
+                ],
+            )
+            if len(rows) < _PAGE:
+                break
         conn.execute("DELETE FROM memory_rank_postings WHERE term = ?", (term,))
         conn.execute("DELETE FROM memory_rank_convert WHERE term = ?", (term,))
     return len(terms)

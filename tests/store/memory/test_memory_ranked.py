@@ -348,7 +348,8 @@ def test_lists_of_a_row_a_posting_are_packed_into_blocks_when_the_project_opens(
     direct = _ranked_pairs(waiting, "wombat x b1", limit=0)
     assert direct == _expected(waiting, "wombat x b1", {"limit": 0})
     waiting.close()
-    monkeypatch.setattr(_rank_blocks, "SIZE", 3)  # the packed blocks: three postings each
+    monkeypatch.setattr(_rank_blocks, "SIZE", 3)  # the packed blocks: three postings each,
+    monkeypatch.setattr(_rank_blocks, "_PAGE", 6)  # read six at a time (wombat has twelve)
     upgraded = open_store(paths)
     try:
         assert (
