@@ -108,9 +108,9 @@ def _bulk_load(store: Store, entries: Iterator[dict[str, object]], count: int) -
     trigram triggers dropped, the ranked index skipped), then build each index once over every
     row: the trigram index by FTS5's ``rebuild``, the ranked one as migration 0012 has the store
     do for older entries (:func:`~store.memory._rank_index.drain_backlog`, in large batches).
-    The rows are the same as :func:`_load` writes; the lists hold the same postings above their
-    bounds (which may differ: where a list was cut depends on the order of writes), so every
-    query answers the same. Used at 1,000,000 entries, where writing through the indexes takes
+    The rows are the same as :func:`_load` writes; the lists hold the same postings (cut into
+    other blocks, perhaps: where a block splits depends on the order of writes), so every query
+    answers the same. Used at 1,000,000 entries, where writing through the indexes takes
     hours on a loaded machine; its figures are printed, but they are not the write path's."""
     start = time.perf_counter()
     trigram = next(m for m in _migrations.load_migrations() if m.name == "0009_memory_trigram")

@@ -12,6 +12,9 @@ current shadow columns and, for each one whose terms changed:
   concurrent writers on PostgreSQL take these rows' locks in one order;
 - adds a posting for each of its terms to that term's list.
 
+The lists are stored in packed blocks (:mod:`._rank_blocks`, migration 0014): a term's removals
+and additions of one call are applied together, each block touched read and written once.
+
 Every list therefore holds exactly one posting, its current impact, for every entry holding its
 term (:mod:`store.memory._ranked` relies on exactly that). Lists are never cut (migration 0013):
 a cut list could not settle a query whose filters passed few of its postings, nor one whose
@@ -29,8 +32,12 @@ from contextvars import ContextVar
 from typing import Any
 
 from store.memory._rank import entry_terms, impact
+from store.memory._rank_blocks import apply as apply_blocks
 
-__all__ = ["batched_index", "drain_backlog", "index_entries"]
+__all__ = ["RANK_PENDING", "batched_index", "drain_backlog", "index_entries"]
+
+RANK_PENDING = "SELECT 1 FROM memory_rank_backlog UNION ALL SELECT 1 FROM memory_rank_convert LIMIT 1"
+"""A row while the index is incomplete: entries wait in the backlog, or lists to be packed."""
 
 _CHUNK = 500
 """IDs or terms bound per ``IN (...)`` list."""
@@ -87,11 +94,7 @@ def index_entries(conn: Any, ids: Iterable[str]) -> None:
         df.update(counts.keys())
         added.extend((term, tf, length, entry_id) for term, tf in counts.items())
         _write_doc(conn, entry_id, length, counts, None if before is None else before[0])
-    if removed:
-        conn.executemany(
-            "DELETE FROM memory_rank_postings WHERE term = ? AND impact = ? AND doc = ?", removed
-        )
-    _add_postings(conn, df, added)
+    _add_postings(conn, df, removed, added)
 
 
 def drain_backlog(conn: Any, batch: int = 2_000) -> int:
@@ -132,27 +135,33 @@ def _write_doc(conn: Any, entry_id: str, length: int, counts: Counter[str], doc:
         conn.execute("UPDATE memory_rank_docs SET length = ?, terms = ? WHERE doc = ?", (length, terms, doc))
 
 
-def _add_postings(conn: Any, df: Counter[str], added: list[tuple[str, int, int, str]]) -> None:
-    """Move the ``df`` of every touched term and add the new postings, in index order."""
-    touched = sorted({*df, *(term for term, *_ in added)})
+def _add_postings(
+    conn: Any, df: Counter[str], removed: list[tuple[str, float, int]], added: list[tuple[str, int, int, str]]
+) -> None:
+    """Move the ``df`` of every touched term, then take out the old postings and add the new ones,
+    a term's blocks at a time, in term order."""
+    touched = sorted({*df, *(term for term, *_ in added), *(term for term, *_ in removed)})
     if not touched:
         return
     new_ids = sorted({entry_id for *_, entry_id in added})
     docs = {row[0]: int(row[1]) for row in _select_in(conn, _DOC_NUMBERS, new_ids)}
     weights: dict[tuple[int, int], float] = {}
-    rows: list[tuple[str, float, int]] = []
+    changes: dict[str, list[tuple[float, int, bool]]] = {}
+    for term, value, doc in removed:
+        changes.setdefault(term, []).append((value, doc, False))
     for term, tf, length, entry_id in added:
         weight = weights.get((tf, length))
         if weight is None:
             weight = weights[tf, length] = impact(tf, length)
-        rows.append((term, weight, docs[entry_id]))
-    rows.sort(key=lambda row: (row[0], -row[1], row[2]))  # in index order: one walk along it
+        changes.setdefault(term, []).append((weight, docs[entry_id], True))
     conn.executemany(
         "INSERT INTO memory_rank_terms (term, df) VALUES (?, ?) ON CONFLICT (term) DO UPDATE"
         " SET df = memory_rank_terms.df + excluded.df",
         [(term, df[term]) for term in touched if df[term]],
     )
-    conn.executemany("INSERT INTO memory_rank_postings (term, impact, doc) VALUES (?, ?, ?)", rows)
+    for term in touched:
+        if term in changes:
+            apply_blocks(conn, term, changes[term])
 
 
 _DOC_NUMBERS = "SELECT id, doc FROM memory_rank_docs WHERE id IN ({})"

@@ -1,17 +1,18 @@
 """``memory.query`` ``match: "ranked"`` from the impact-ordered index, on both backends.
 
 The ranking is :mod:`store.memory._rank`'s function; this module finds its best entries without
-scoring every match. Every term has a list (``memory_rank_postings``) of every entry holding it,
-best impact first (:mod:`._rank_index`). The search reads a **prefix** of each query term's list
-(:data:`DEPTH` postings, one plain ordered read each) into a map per term; no statement groups or
-sorts them. An entry left out of a prefix has an impact of at most the last one read: the
-prefix's **bound** (0 once the list is read whole: the entry does not hold the term). An entry's
-**upper bound** is its impacts in the prefixes plus, for each term whose prefix it is not in,
-that term's bound, summed as :func:`score` sums and raised by :func:`_raised`. The entries in one
-prefix only have a bound that falls with their one impact, so each prefix, walked in its own
-order and skipping the few entries in two prefixes or more, yields them best bound first; those
-few are sorted by their bounds; a lazy merge of these streams gives every entry of the prefixes
-best bound first, while only the entries it reaches are looked at. They are settled
+scoring every match. Every term has a list of every entry holding it, best impact first
+(:mod:`._rank_index`), stored in packed blocks (:mod:`._rank_blocks`). The search reads a
+**prefix** of each query term's list (at least :data:`DEPTH` postings, whole blocks, one ordered
+read of a few rows each, unpacked in C) into a map per term; no statement groups or sorts them.
+An entry left out of a prefix has an impact of at most the last one read: the prefix's
+**bound** (0 once the list is read whole: the entry does not hold the term). An entry's **upper
+bound** is its impacts in the prefixes plus, for each term whose prefix it is not in, that
+term's bound, summed and raised by :func:`_raised`. The entries in one prefix only have a bound
+that falls with their one impact, so each prefix, walked in its own order and skipping the
+entries in two prefixes or more, yields them best bound first; those are heaped by their bounds
+(computed in C) and taken off lazily; a lazy merge of these streams gives every entry of the
+prefixes best bound first, while only the entries it reaches are looked at. They are settled
 :data:`BLOCK` at a time: the exact score from the maps when every term is in the entry's
 prefixes or its list is whole, else from the entry's stored terms (one read of those rows, no
 JSON parsing); filters (and whether it is a summary) only for the entries that could still
@@ -22,8 +23,10 @@ stop that drops a better entry would need a stream out of order, which the lists
 out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
 When the prefixes cannot settle it (an entry in no prefix could place, or fewer than ``limit``
-entries count: filters that pass few entries, impacts that tie past the prefix), each prefix not
-yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
+entries count: filters that pass few entries, impacts that tie past the prefix), or settling it
+needs more than :data:`PROBES` entries' stored terms (common terms, whose prefixes' bounds stay
+near their heads: reading deeper lowers the bounds and rules those entries out for less), each
+prefix not yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
 filters it settled; once every list is whole it always settles, so no query scores every match
 for want of a list. ``limit`` 0 reads the lists whole and scores every match from them. A scope
 filter reaching fewer than :data:`NARROW` entries is answered by scoring those entries from
@@ -37,24 +40,31 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+from array import array
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from store.memory import _rank_blocks
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
+from store.memory._rank_index import RANK_PENDING
 from store.memory._search import MemoryFilter, reach_probe
 
-__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "ranked_ids"]
+__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "PROBES", "ranked_ids"]
 
 BLOCK = 64
 """Entries of the prefixes settled at a time, best upper bound first."""
 
 DEPTH = 2_048
-"""Postings of each list read first (a shorter list is read whole): on the benchmark's realistic corpus
-prefixes of 400 to 800 settle its queries of two to four terms at ``limit`` 10; fewer leave more
-entries to settle from their stored terms, which costs more than reading postings."""
+"""Postings of each list read first, at least (whole blocks; a shorter list is read whole): on the
+benchmark's realistic corpus it settles most queries of two to four terms at ``limit`` 10 in one
+round; common terms read deeper (:data:`PROBES`)."""
 
 GROWTH = 2
 """How many times deeper a prefix is read when the walk cannot stop."""
+
+PROBES = 256
+"""Entries settled from their stored terms (~10 us each) past which a walk reads its prefixes
+deeper instead (a posting read costs ~0.1 us): the deeper bounds rule most of them out."""
 
 NARROW = 2_000
 """A scope filter reaching fewer rows than this is answered by evaluating those rows directly."""
@@ -71,7 +81,7 @@ Key = tuple[bool, float, int, str]  # is a summary, -score, -importance, id: the
 def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, float]]:
     """``(id, score)`` of the entries ``memory.query`` ranks for ``text`` (which holds a term)."""
     terms = query_terms(text)
-    if conn.execute("SELECT 1 FROM memory_rank_backlog LIMIT 1").fetchone() is not None:
+    if conn.execute(RANK_PENDING).fetchone() is not None:
         return _reference(conn, text, filters)
     marks = ", ".join("?" * (len(terms) + 1))
     sql = f"SELECT term, df FROM memory_rank_terms WHERE term IN ({marks})"
@@ -99,7 +109,8 @@ class _Walk:
 
     def __init__(self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter):
         self.conn, self.terms, self.weights, self.filters = conn, terms, weights, filters
-        self.lists: list[list[tuple[float, int]]] = [[] for _ in terms]  # the prefixes read
+        self.lists: list[list[tuple[array[float], array[int]]]] = [[] for _ in terms]  # blocks read
+        self.counts = [0] * len(terms)  # postings read of each list
         self.maps: list[dict[int, float]] = [{} for _ in terms]
         self.whole = [False] * len(terms)
         self.bounds = [0.0] * len(terms)
@@ -107,23 +118,23 @@ class _Walk:
         self.exact: dict[int, float] = {}  # exact, so kept from one depth to the next
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
+        self.probed = 0  # entries of this depth settled from their stored terms
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def _read(self, depth: int) -> None:
-        """Extend every prefix not yet whole to ``depth`` postings."""
+        """Extend every prefix not yet whole to at least ``depth`` postings, whole blocks at a time."""
         for index, term in enumerate(self.terms):
-            rows = self.lists[index]
-            if self.whole[index] or len(rows) >= depth:
-                continue
-            wanted = depth - len(rows)
-            added = [
-                (float(value), int(doc))
-                for value, doc in self.conn.execute(_LIST, (term, wanted, len(rows))).fetchall()
-            ]
-            rows.extend(added)
-            self.maps[index].update((doc, value) for value, doc in added)
-            self.whole[index] = len(added) < wanted
-            self.bounds[index] = 0.0 if self.whole[index] else rows[-1][0]
+            blocks, found = self.lists[index], self.maps[index]
+            while not self.whole[index] and self.counts[index] < depth:
+                wanted = (depth - self.counts[index]) // _rank_blocks.SIZE + 1
+                read = _rank_blocks.read_blocks(self.conn, term, wanted, len(blocks))
+                for data in read:
+                    impacts, docs = _rank_blocks.unpack(data)
+                    blocks.append((impacts, docs))
+                    found.update(zip(docs, impacts, strict=True))
+                    self.counts[index] += len(docs)
+                self.whole[index] = len(read) < wanted
+            self.bounds[index] = 0.0 if self.whole[index] or not blocks else blocks[-1][0][-1]
         keys = [found.keys() for found in self.maps]
         self.multi = set()
         for index, first in enumerate(keys):
@@ -150,6 +161,8 @@ class _Walk:
             if _raised(-chunk[0][0]) < unseen and (self.kth is None or self.kth <= unseen):
                 return None  # the rest cannot lift the last place above an entry in no prefix
             self._settle([doc for upper, doc in chunk if self.kth is None or _raised(-upper) >= self.kth])
+            if self.probed > PROBES and not all(self.whole):
+                return None  # reading deeper settles the rest from the lists, for less
         if self.kth is not None and self.kth > unseen:
             return self._ordered(self.best)[:limit]
         if not all(self.whole):
@@ -159,7 +172,7 @@ class _Walk:
 
     def _restart(self) -> None:
         """Forget the last place and the best of a shallower walk (its scores stay)."""
-        self.kth, self.best = None, []
+        self.kth, self.best, self.probed = None, [], 0
 
     def _upper(self, impacts: list[float | None]) -> float:
         """The most an entry with these impacts in the prefixes (``None``: not in that prefix) may
@@ -172,18 +185,39 @@ class _Walk:
             ],
         )
 
-    def _shared(self) -> list[tuple[float, int]]:
-        """``(-upper bound, doc)`` of the entries in two prefixes or more, best first."""
-        return sorted((-self._upper([found.get(doc) for found in self.maps]), doc) for doc in self.multi)
+    def _shared(self) -> Iterator[tuple[float, int]]:
+        """``(-upper bound, doc)`` of the entries in two prefixes or more, best first, lazily.
+
+        Each bound is every term's bound plus, for each prefix holding the entry, what its
+        impact adds to that (summed in another order than :func:`score`, which :func:`_raised`
+        covers); only the entries the merge reaches are taken off the heap."""
+        base = -sum(weight * bound for weight, bound in zip(self.weights, self.bounds, strict=True))
+        uppers = dict.fromkeys(self.multi, base)
+        for found, weight, bound in zip(self.maps, self.weights, self.bounds, strict=True):
+            # uppers[doc] -= weight * impact, then += weight * bound, in C (map) for speed
+            held = list(self.multi & found.keys())
+            gains = map(weight.__mul__, map(found.__getitem__, held))
+            uppers.update(zip(held, map(float.__sub__, map(uppers.__getitem__, held), gains), strict=True))
+            uppers.update(
+                zip(held, map((weight * bound).__add__, map(uppers.__getitem__, held)), strict=True)
+            )
+        heap = [(upper, doc) for doc, upper in uppers.items()]
+        heapq.heapify(heap)
+        while heap:
+            yield heapq.heappop(heap)
 
     def _alone(self, index: int) -> Iterator[tuple[float, int]]:
         """``(-upper bound, doc)`` of the entries in prefix ``index`` alone, best first: in the
         list's own order, as their bound grows with their one impact."""
         impacts: list[float | None] = [None] * len(self.lists)
-        for value, doc in self.lists[index]:
-            if doc not in self.multi:
-                impacts[index] = value
-                yield -self._upper(impacts), doc
+        multi, upper = self.multi, 0.0
+        for values, docs in self.lists[index]:
+            for value, doc in zip(values, docs, strict=True):
+                if doc not in multi:
+                    if value != impacts[index]:  # a bound only moves with the impact
+                        impacts[index] = value
+                        upper = -self._upper(impacts)
+                    yield upper, doc
 
     def _settle(self, docs: list[int]) -> None:
         """The exact scores of ``docs``: from the prefixes' impacts when those are all of theirs (in
@@ -200,6 +234,7 @@ class _Walk:
                 probe.append(doc)
         if probe:
             self._probe(probe)
+            self.probed += len(probe)
         hopeful = [doc for doc in docs if self.kth is None or self.exact[doc] >= self.kth]
         self._fetch(hopeful)
         best = sorted([*self.best, *(doc for doc in hopeful if self._counts(doc))], key=self._rank)
@@ -243,9 +278,6 @@ class _Walk:
         return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
 
 
-_LIST = (
-    "SELECT impact, doc FROM memory_rank_postings WHERE term = ? ORDER BY impact DESC, doc LIMIT ? OFFSET ?"
-)
 _INFO = (
     "SELECT d.doc, m.lc_kind = 'summary', m.importance, m.id, m.scope, m.kind, m.status"
     " FROM memory_rank_docs AS d JOIN memory_entries AS m ON m.id = d.id WHERE d.doc IN ({})"

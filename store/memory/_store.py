@@ -44,7 +44,8 @@ from store.memory._entry import (
 from store.memory._new_entry import MAX_BODY_CHARS, MAX_TITLE_CHARS, RECORD, NewEntry
 from store.memory._ownership import MemoryWriter, writer_owns
 from store.memory._query import MAX_QUERY_CHARS, find, optional_filter, query_arguments
-from store.memory._rank_index import batched_index, drain_backlog, index_entries
+from store.memory._rank_blocks import convert
+from store.memory._rank_index import RANK_PENDING, batched_index, drain_backlog, index_entries
 from store.memory._search import render_summary, summary_query
 from store.memory._write import core_columns, insert_entry, revision_row, task_of_scope
 
@@ -57,9 +58,10 @@ class MemoryStore:
     def __init__(self, db: Database):
         self.db = db
         # Entries older than the ranked index (migration 0012) are indexed once, when a project
-        # opens; until then a ranked query evaluates every entry directly (same answer, slower).
+        # opens, and lists older than its blocks (0014) packed; until then a ranked query
+        # evaluates every entry directly (same answer, slower).
         while db.read(_backlog_waits):
-            db.write(drain_backlog)
+            db.write(_catch_up)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -236,7 +238,12 @@ class MemoryStore:
 
 
 def _backlog_waits(conn: sqlite3.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM memory_rank_backlog LIMIT 1").fetchone() is not None
+    return conn.execute(RANK_PENDING).fetchone() is not None
+
+
+def _catch_up(conn: sqlite3.Connection) -> int:
+    """Pack a batch of lists older than the blocks, else index a batch of the backlog."""
+    return convert(conn) or drain_backlog(conn)
 
 
 def _entry(conn: sqlite3.Connection, memory_id: str) -> MemoryEntry:

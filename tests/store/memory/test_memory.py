@@ -8,8 +8,9 @@ import sqlite3
 import pytest
 
 from store import InvalidArgument, NotFound, Store
-from store.memory import MemoryEntry, _ranked
+from store.memory import MemoryEntry, _rank_blocks, _ranked
 from store.memory._rank import reference_ranking
+from tests.store.memory.helpers import check_rank_index
 
 
 def _record(store: Store, **fields: object) -> MemoryEntry:
@@ -226,6 +227,8 @@ def test_ranked_search_answers_the_ranking_function_on_either_backend(
     monkeypatch.setattr(_ranked, "DEPTH", 3)
     monkeypatch.setattr(_ranked, "BLOCK", 2)
     monkeypatch.setattr(_ranked, "NARROW", 0)
+    monkeypatch.setattr(_rank_blocks, "SIZE", 2)  # blocks of 2 or 3 postings: writes split them
+    monkeypatch.setattr(_rank_blocks, "MOST", 3)
     rng = random.Random(12)
     words = ["cache", "rollback", "Ärger", "straße", "token", "retry", "x_y", "42"]
     for i in range(40):
@@ -241,6 +244,7 @@ def test_ranked_search_answers_the_ranking_function_on_either_backend(
     for i in range(0, 40, 7):  # rewrites take postings out of the lists and put others in
         _record(store, memory_id=f"M-{i:02d}", title="cache cache", body_md=" ".join(rng.choices(words, k=3)))
     store.memory.mark_stale(memory_id="M-03", reason_md="retry instead", actor="t")
+    check_rank_index(store)  # every posting in its block, in order, at its current impact
     rows = store.db.read(
         lambda conn: conn.execute(
             "SELECT id, lc_title, lc_body, lc_scope, lc_kind, importance, scope FROM memory_entries"

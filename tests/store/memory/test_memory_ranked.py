@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 
 from store import Store, init_project, open_store
 from store.db import _migrations
-from store.memory import _ranked
+from store.memory import _rank_blocks, _ranked
 from store.memory._rank import entry_terms, impact, reference_ranking
-from tests.store.memory.helpers import wipe_memory
+from tests.store.memory.helpers import check_rank_index, wipe_memory
 
 _WORDS = ["alpha", "beta", "gamma", "delta", "Ärger", "straße", "İstanbul", "x_y", "42", "ǅemal"]
 _TEXT = (
@@ -69,39 +69,14 @@ def _expected(store: Store, query: str, options: dict[str, Any]) -> list[tuple[s
     return found[:limit] if limit > 0 else found
 
 
-def _check_index(store: Store) -> None:
-    """The invariants the walk relies on: df and N exact; every entry holding a term in its
-    list, at its current impact, and nothing else in the lists."""
-
-    def read(conn: sqlite3.Connection) -> tuple[Any, ...]:
-        entries = conn.execute(
-            "SELECT id, lc_title, lc_body, lc_scope, lc_kind FROM memory_entries"
-        ).fetchall()
-        docs = {
-            row[0]: (row[1], row[2], json.loads(row[3]))
-            for row in conn.execute("SELECT id, doc, length, terms FROM memory_rank_docs")
-        }
-        terms = {row[0]: row[1] for row in conn.execute("SELECT term, df FROM memory_rank_terms")}
-        postings = {tuple(row) for row in conn.execute("SELECT term, impact, doc FROM memory_rank_postings")}
-        return entries, docs, terms, postings
-
-    entries, docs, terms, postings = store.db.read(read)
-    assert set(docs) == {row[0] for row in entries}
-    df: Counter[str] = Counter()
-    expected_postings = set()
-    for entry_id, *fields in entries:
-        counts, length = entry_terms(fields)
-        doc, stored_length, stored = docs[entry_id]
-        assert (stored_length, stored) == (length, dict(counts))
-        df.update(counts.keys())
-        for term, tf in counts.items():
-            expected_postings.add((term, impact(tf, length), doc))
-    assert postings == expected_postings
-    assert (
-        {term: value for term, value in terms.items() if value} == {**df, "": len(entries)}
-        if entries
-        else True
-    )
+@pytest.fixture(autouse=True, scope="module")
+def _small_blocks() -> Any:
+    """Blocks of two or three postings, so that writes split and empty them and prefixes end
+    within a few postings (each property test draws other sizes too)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_rank_blocks, "SIZE", 2)
+        patch.setattr(_rank_blocks, "MOST", 3)
+        yield
 
 
 _FILTERS = st.fixed_dictionaries(
@@ -127,6 +102,9 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_ranked, "DEPTH", depth)
         patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 256])))
+        size = data.draw(st.sampled_from([1, 2, 4]))
+        patch.setattr(_rank_blocks, "SIZE", size)
+        patch.setattr(_rank_blocks, "MOST", data.draw(st.sampled_from([size, 2 * size, 2 * size + 1])))
         patch.setattr(_ranked, "NARROW", data.draw(st.sampled_from([0, 2_000])))
         stored = [store.memory.record(actor="op", **fields) for fields in entries[: len(entries) // 2]]
         stored += store.memory.record_many(entries[len(entries) // 2 :], actor="op")
@@ -137,7 +115,7 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
             else:
                 fields: dict[str, Any] = data.draw(_ENTRY)
                 store.memory.record(actor="op", memory_id=target, **fields)
-        _check_index(store)
+        check_rank_index(store)
         for _ in range(4):
             query = " ".join(
                 data.draw(
@@ -191,7 +169,7 @@ def test_entries_older_than_the_index_are_ranked_directly_then_indexed_when_the_
     upgraded = open_store(paths)  # drains the backlog
     try:
         assert upgraded.db.read(_backlog) == 0
-        _check_index(upgraded)
+        check_rank_index(upgraded)
         assert upgraded.memory.query("wombat x", match="ranked", limit=0) == direct
     finally:
         upgraded.close()
@@ -289,38 +267,109 @@ def test_ties_past_the_prefix_and_filters_that_pass_few_are_settled_by_the_walk(
             )
 
 
-def test_a_project_indexed_with_cut_lists_is_reindexed_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Migration 0013: lists cut by the index of 0012 (postings dropped, bounds raised) are
-    rebuilt whole from the backlog when the project opens, and answer the reference."""
+def _old_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, count: int) -> Any:
+    """A project whose schema stops before migration ``before``, holding ``count`` entries that
+    the store's current index did not write (its hooks off): the caller writes the old index."""
     everything = _migrations.load_migrations()
     paths = init_project(tmp_path / "old")[0]
     with monkeypatch.context() as patched:
-        patched.setattr(_migrations, "load_migrations", lambda: [m for m in everything if m.name < "0013"])
+        patched.setattr(_migrations, "load_migrations", lambda: [m for m in everything if m.name < before])
+        for module in ("_write", "_store"):
+            patched.setattr(f"store.memory.{module}.index_entries", lambda conn, ids: None)
+        patched.setattr("store.memory._store._backlog_waits", lambda conn: False)
         old = open_store(paths)
         old.memory.record_many(
             [
-                {"scope": "project", "kind": "fact", "title": f"wombat {'x ' * i}", "body_md": "b"}
-                for i in range(8)
+                {"scope": "project", "kind": "fact", "title": f"wombat {'x ' * i}", "body_md": f"b{i % 3}"}
+                for i in range(count)
             ],
             actor="op",
         )
+    return paths, old
 
-        def cut(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM memory_rank_postings WHERE term = 'wombat' AND impact < 1.2")
-            conn.execute("UPDATE memory_rank_terms SET bound = 1.2 WHERE term = 'wombat'")
 
-        old.db.write(cut)
-        old.close()
-    upgraded = open_store(paths)  # applies 0013, then drains the backlog it fills
+def _write_rows_index(conn: sqlite3.Connection, *, cut: float = 0.0) -> None:
+    """The index as 0012 and 0013 wrote it: a row a posting (the postings below ``cut`` of
+    ``wombat`` dropped, as 0012 cut lists)."""
+    df: Counter[str] = Counter()
+    rows = conn.execute("SELECT id, lc_title, lc_body, lc_scope, lc_kind FROM memory_entries ORDER BY id")
+    for entry_id, *fields in rows.fetchall():
+        counts, length = entry_terms(fields)
+        terms = json.dumps(dict(sorted(counts.items())), separators=(",", ":"))
+        doc = conn.execute(
+            "INSERT INTO memory_rank_docs (id, length, terms) VALUES (?, ?, ?) RETURNING doc",
+            (entry_id, length, terms),
+        ).fetchone()[0]
+        df.update(counts.keys())
+        df[""] += 1
+        for term, tf in counts.items():
+            if term != "wombat" or impact(tf, length) >= cut:
+                conn.execute(
+                    "INSERT INTO memory_rank_postings (term, impact, doc) VALUES (?, ?, ?)",
+                    (term, impact(tf, length), doc),
+                )
+    conn.executemany("INSERT INTO memory_rank_terms (term, df) VALUES (?, ?)", list(df.items()))
+
+
+def test_a_project_indexed_with_cut_lists_is_reindexed_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0013: lists cut by the index of 0012 (postings dropped) are rebuilt whole from
+    the backlog when the project opens, and answer the reference."""
+    paths, old = _old_project(tmp_path, monkeypatch, "0013", 8)
+    old.db.write(lambda conn: _write_rows_index(conn, cut=1.2))
+    old.close()
+    upgraded = open_store(paths)  # applies 0013 and 0014, then drains the backlog 0013 fills
     try:
         assert upgraded.db.read(_backlog) == 0
-        _check_index(upgraded)
+        check_rank_index(upgraded)
         for limit in (1, 3, 0):
             assert _ranked_pairs(upgraded, "wombat x", limit=limit) == _expected(
                 upgraded, "wombat x", {"limit": limit}
             )
+    finally:
+        upgraded.close()
+
+
+def test_lists_of_a_row_a_posting_are_packed_into_blocks_when_the_project_opens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Migration 0014: the lists 0013 left (a row a posting) are packed into blocks at open, a
+    batch of terms at a time (here one), and the rows emptied; until then a ranked query reads
+    the entries' text, and after it the blocks answer the reference."""
+    paths, old = _old_project(tmp_path, monkeypatch, "0014", 12)
+    old.db.write(_write_rows_index)
+    old.close()
+    with monkeypatch.context() as patched:
+        patched.setattr("store.memory._store._backlog_waits", lambda conn: False)
+        waiting = open_store(paths)  # applies 0014: every term waits to be packed
+    waiting.db.write(lambda conn: _rank_blocks.convert(conn, batch=1))  # one term packed
+    assert waiting.db.read(lambda conn: conn.execute("SELECT count(*) FROM memory_rank_blocks").fetchone()[0])
+    direct = _ranked_pairs(waiting, "wombat x b1", limit=0)
+    assert direct == _expected(waiting, "wombat x b1", {"limit": 0})
+    waiting.close()
+    monkeypatch.setattr(_rank_blocks, "SIZE", 3)  # the packed blocks: three postings each,
+    monkeypatch.setattr(_rank_blocks, "_PAGE", 6)  # read six at a time (wombat has twelve)
+    upgraded = open_store(paths)
+    try:
+        assert (
+            upgraded.db.read(
+                lambda conn: conn.execute("SELECT count(*) FROM memory_rank_convert").fetchone()
+            )[0]
+            == 0
+        )
+        check_rank_index(upgraded)
+        monkeypatch.setattr(_ranked, "DEPTH", 1)
+        monkeypatch.setattr(_ranked, "NARROW", 0)
+        for limit in (1, 3, 0):
+            assert _ranked_pairs(upgraded, "wombat x b1", limit=limit) == _expected(
+                upgraded, "wombat x b1", {"limit": limit}
+            )
+        upgraded.memory.record(actor="op", scope="project", kind="fact", title="wombat x x x", body_md="b1")
+        check_rank_index(upgraded)
+        assert _ranked_pairs(upgraded, "wombat x b1", limit=2) == _expected(
+            upgraded, "wombat x b1", {"limit": 2}
+        )
     finally:
         upgraded.close()
 
