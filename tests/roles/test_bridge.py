@@ -12,7 +12,6 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,41 +21,15 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types import CallToolResult
 
-from capabilities.services import Services
-from capabilities.serving import LaunchSocketApp, serve_launch_socket
-from roles.channel import EXIT_NO_CHANNEL, EXIT_NO_GRANT, ChannelPaths, open_channel
+from roles.channel import EXIT_NO_CHANNEL, EXIT_NO_GRANT, open_channel
 from roles.oracle import MEMORY_ORACLE
 from store import Store
 from supervisor.launch import MCP_SERVER_NAME, mcp_client_config
-from tests.capabilities.oracle_helpers import OracleWorld, build_world
+from tests.capabilities.oracle_helpers import build_world
 from tests.conftest import REPO_ROOT
+from tests.roles.conftest import Launch
 
 pytestmark = pytest.mark.anyio
-
-
-@dataclass(frozen=True)
-class Launch:
-    """A served launch channel on the host: its directory (socket, token) and its world."""
-
-    directory: Path
-    world: OracleWorld
-
-    @property
-    def paths(self) -> ChannelPaths:
-        """The socket and token file, as roles.channel reads them."""
-        return ChannelPaths(self.directory / "mcp.sock", self.directory / "token")
-
-
-@pytest.fixture
-async def launch(store: Store) -> AsyncIterator[Launch]:
-    """An oracle grant's launch socket and token file in a short fresh directory."""
-    world = build_world(store)
-    with tempfile.TemporaryDirectory(prefix="rtb-", dir="/tmp") as tmp:
-        directory = Path(tmp)
-        (directory / "token").write_text(world.token)
-        app = LaunchSocketApp(Services(store=store), world.grant_id)
-        async with serve_launch_socket(app, directory / "mcp.sock"):
-            yield Launch(directory, world)
 
 
 def _bridge_parameters(directory: Path) -> StdioServerParameters:
