@@ -262,12 +262,7 @@ class ToolRegistry:
         """Build the JSON schemas of the tools ``names`` (cached per model) before anyone lists them:
         pydantic takes tens of milliseconds for a role's tool set, which a launch spends while its
         container starts instead of on its role's first request."""
-        for name in names:
-            spec = self._specs.get(name)
-            if spec is not None:
-                _input_schema(spec.args_model)
-                if spec.result_model is not None:
-                    _output_schema(spec.result_model)
+        self.export_schemas(names)
 
     def export_schemas(self, names: Iterable[str]) -> dict[str, dict[str, Any]]:
         """The schemas of the tools ``names`` (built if need be), as :meth:`adopt_schemas` takes
