@@ -6,9 +6,11 @@ is exported lazily, so that the CLI's light commands do not import the Docker SD
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from supervisor._supervisor import Supervisor
 
 __all__ = ["Supervisor"]

@@ -8,7 +8,10 @@ only when that path does not serve the command line.
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
+if TYPE_CHECKING:
+    from typing import NoReturn
 
 __all__ = ["run"]
 

@@ -33,9 +33,14 @@ import socket
 import stat
 import struct
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    PathLike = str | os.PathLike[str]
+    Reporter = Callable[[str, dict[str, Any]], None]
 
 __all__ = [
     "SERVE_FILE",
@@ -56,23 +61,22 @@ STATE_DIR = ".roundtable"
 """``store``'s state directory name, repeated: finding it must not import the store's configuration."""
 _MAX_LINE = 16 * 1024 * 1024
 
-Reporter = Callable[[str, dict[str, Any]], None]
-
 
 class HandoffBroken(Exception):
     """The serve broke the protocol or the connection mid-launch (an ``internal`` error to the user)."""
 
 
 class HandoffTarget:
-    """A live serve's hand-off socket, as its file named it."""
+    """A live serve's hand-off socket, as its file named it (paths as strings: this module does
+    without :mod:`pathlib`, which would import ``urllib.parse``, ``fnmatch`` and ``ipaddress``)."""
 
-    def __init__(self, file: Path, socket_path: Path, pid: int):
+    def __init__(self, file: str, socket_path: str, pid: int):
         self.file = file
         self.socket_path = socket_path
         self.pid = pid
 
 
-def _private(path: Path, kind: int, what: str, info: os.stat_result | None = None) -> str | None:
+def _private(path: str, kind: int, what: str, info: os.stat_result | None = None) -> str | None:
     """Why ``path`` may not be trusted (None when it may): a ``kind`` file of ours, no group/other bits
     (``info``: its status, when already taken from an opened descriptor)."""
     info = info or os.lstat(path)
@@ -85,33 +89,37 @@ def _private(path: Path, kind: int, what: str, info: os.stat_result | None = Non
     return None
 
 
-def state_dir_of(root: str | Path | None) -> Path | None:
+def state_dir_of(root: PathLike | None) -> str | None:
     """The ``.roundtable`` directory of the project at ``root`` (else found from the working
     directory up, as the store finds it), or None when there is none (the command then fails as
     usual, in-process)."""
     if root is not None:
-        candidate = Path(root).resolve() / STATE_DIR
-        return candidate if candidate.is_dir() else None
-    here = Path.cwd().resolve()
-    for directory in (here, *here.parents):
-        if (directory / STATE_DIR).is_dir():
-            return directory / STATE_DIR
-    return None
+        candidate = os.path.join(os.path.realpath(root), STATE_DIR)
+        return candidate if os.path.isdir(candidate) else None
+    directory = os.path.realpath(os.getcwd())
+    while True:
+        candidate = os.path.join(directory, STATE_DIR)
+        if os.path.isdir(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:  # the root: searched it already
+            return None
+        directory = parent
 
 
-def find_serve(state_dir: Path, *, warn: Callable[[str], None] | None = None) -> HandoffTarget | None:
+def find_serve(state_dir: PathLike, *, warn: Callable[[str], None] | None = None) -> HandoffTarget | None:
     """The serve announced in ``state_dir``, or None: no file, an untrusted one (``warn`` says why),
     or a stale one (removed)."""
     warn = warn or _stderr
-    file = state_dir / SERVE_FILE
+    file = os.path.join(state_dir, SERVE_FILE)
     try:
         announced, problem = _read_private(file)
         if problem is None:
-            socket_path = Path(str(announced["socket"]))
+            socket_path = str(announced["socket"])
             pid = int(announced["pid"])
             problem = _private(socket_path, stat.S_IFSOCK, "the hand-off socket")
     except FileNotFoundError:
-        if not file.exists():
+        if not os.path.exists(file):
             return None
         _remove_stale(file, None)  # the file names a socket that is gone: its serve died
         return None
@@ -124,7 +132,7 @@ def find_serve(state_dir: Path, *, warn: Callable[[str], None] | None = None) ->
     return HandoffTarget(file, socket_path, pid)
 
 
-def _read_private(file: Path) -> tuple[Any, str | None]:
+def _read_private(file: str) -> tuple[Any, str | None]:
     """The serve file's JSON, read from a descriptor opened without following a link and checked
     (owner, mode, kind) on that descriptor, so what is read is what was checked."""
     try:
@@ -148,18 +156,18 @@ def _stderr(message: str) -> None:
     sys.stderr.flush()
 
 
-def _remove_stale(file: Path, socket_path: Path | None) -> None:
+def _remove_stale(file: str, socket_path: str | None) -> None:
     """Remove a dead serve's file, unless a new serve has replaced it meanwhile."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         announced, problem = _read_private(file)
         if problem is not None:
             return
-        named = Path(str(announced["socket"]))
-        if socket_path is None and named.exists():
+        named = str(announced["socket"])
+        if socket_path is None and os.path.exists(named):
             return
         if socket_path is not None and named != socket_path:
             return
-        file.unlink()
+        os.unlink(file)
 
 
 def connect(target: HandoffTarget) -> socket.socket | None:
@@ -171,7 +179,7 @@ def connect(target: HandoffTarget) -> socket.socket | None:
 def _connect(target: HandoffTarget) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(target.socket_path))
+        sock.connect(target.socket_path)
     except (ConnectionRefusedError, FileNotFoundError):
         sock.close()
         _remove_stale(target.file, target.socket_path)  # nobody listens: a serve that died left it
@@ -246,7 +254,7 @@ def exchange(
 
 
 def hand_off(
-    state_dir: Path | None,
+    state_dir: PathLike | None,
     op: str,
     args: dict[str, Any],
     on_phase: Reporter,

@@ -12,10 +12,13 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
 
 from supervisor.cli._timeline_text import warning_lines
+
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "end_when_answered",

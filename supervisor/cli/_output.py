@@ -20,15 +20,18 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any, TextIO
+
     from store.errors import RoundtableError
 
+    Renderer = Callable[[dict[str, Any]], str]
+    """Turns a command's answer into its readable text."""
+
 __all__ = [
-    "Renderer",
     "Styled",
     "clean",
     "emit",
@@ -40,9 +43,6 @@ __all__ = [
     "table",
     "use_colour",
 ]
-
-Renderer = Callable[[dict[str, Any]], str]
-"""Turns a command's answer into its readable text."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -88,12 +88,34 @@ def short_id(value: object) -> str:
     return f"{head}-…{suffix}" if tail and "-" in tail else text
 
 
-@dataclass(frozen=True)
 class Styled:
-    """A table cell shown in a style (when colour is on): ``Styled("FAIL", "red")``."""
+    """A table cell shown in a style (when colour is on): ``Styled("FAIL", "red")``.
 
+    A value like a frozen dataclass, written out: ``dataclasses`` imports ``inspect`` (and with it
+    ``ast``, ``dis``, ``tokenize``), a third of what a launch handed to a serve would import before
+    its first byte reaches the socket (:mod:`supervisor.cli._quick`)."""
+
+    __slots__ = ("style", "text")
     text: object
     style: str
+
+    def __init__(self, text: object, style: str):
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "style", style)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Styled is frozen: cannot set {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Styled):
+            return NotImplemented
+        return (self.text, self.style) == (other.text, other.style)
+
+    def __hash__(self) -> int:
+        return hash((self.text, self.style))
+
+    def __repr__(self) -> str:
+        return f"Styled(text={self.text!r}, style={self.style!r})"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, empty: str = "(none)") -> str:

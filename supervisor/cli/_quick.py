@@ -17,12 +17,14 @@ recipe (:mod:`supervisor.docker._prestart`): :func:`take_prestart` hands it to t
 from __future__ import annotations
 
 import math
+import os
 import sys
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from supervisor.docker import Prestart
 
 __all__ = ["discard_prestart", "quick_main", "take_prestart"]
@@ -92,7 +94,7 @@ def quick_main(argv: Sequence[str]) -> int | None:
     sock = None if target is None else _handoff.connect(target)
     if target is None or sock is None:
         if state_dir is not None and command.op == "oracle.launch":
-            _begin_prestart(state_dir.parent)
+            _begin_prestart(os.path.dirname(state_dir))
         return None
     from supervisor.cli._launch_text import oracle_launch_answer, progress_printer, review_run_answer
 
@@ -118,13 +120,15 @@ def quick_main(argv: Sequence[str]) -> int | None:
     return 0
 
 
-def _begin_prestart(project_root: Path) -> None:
+def _begin_prestart(project_root: str) -> None:
     """Start the cold launch's container now, while the full command loads (the launch's one-shot
     pool adopts it or removes it: :mod:`supervisor.docker._prestart`)."""
     global _prestarted
+    from pathlib import Path  # the cold path: the full command imports it anyway
+
     from supervisor.docker import begin_prestart
 
-    _prestarted = begin_prestart(project_root)
+    _prestarted = begin_prestart(Path(project_root))
 
 
 def take_prestart() -> Prestart | None:

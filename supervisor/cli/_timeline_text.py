@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = ["launch_summary", "render_timeline", "warning_lines"]
 
@@ -120,6 +122,8 @@ def _warning(event: dict[str, Any]) -> str:
 
 
 def _wrapped(text: str) -> list[str]:
+    import textwrap  # here: a launch handed to a serve prints no wrapped text (supervisor.cli._quick)
+
     out: list[str] = []
     for raw in text.replace("**", "").strip().splitlines():
         line = _clean(raw.expandtabs(4)).rstrip()

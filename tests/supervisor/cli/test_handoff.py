@@ -91,7 +91,7 @@ def test_a_serve_file_or_socket_open_to_others_is_not_trusted(
     try:
         announce(store.paths.state_dir, short_base / "t.sock")
         target = find_serve(store.paths.state_dir, warn=warnings.append)
-        assert target is not None and target.socket_path == short_base / "t.sock"
+        assert target is not None and target.socket_path == str(short_base / "t.sock")
     finally:
         sock.close()
 
@@ -144,7 +144,7 @@ async def test_the_listener_announces_itself_privately_and_withdraws(store: Stor
     )
     async with handoff_listener(supervisor) as socket_path:
         target = find_serve(store.paths.state_dir)
-        assert target is not None and target.socket_path == socket_path and target.pid == os.getpid()
+        assert target is not None and target.socket_path == str(socket_path) and target.pid == os.getpid()
         assert oct(socket_path.stat().st_mode & 0o777) == oct(0o600)
         answer = await anyio.to_thread.run_sync(_exchange, str(socket_path), b'{"op": "nope", "args": {}}\n')
         assert answer == [
@@ -228,10 +228,10 @@ def test_the_state_directory_is_found_as_the_store_finds_it(
     from supervisor.cli._handoff import STATE_DIR, state_dir_of
 
     assert STATE_DIR == STATE_DIR_NAME
-    assert state_dir_of(store.paths.root) == store.paths.state_dir
+    assert state_dir_of(store.paths.root) == str(store.paths.state_dir)
     (store.paths.root / "sub").mkdir()
     monkeypatch.chdir(store.paths.root / "sub")
-    assert state_dir_of(None) == store.paths.state_dir
+    assert state_dir_of(None) == str(store.paths.state_dir)
     assert state_dir_of(store.paths.root / "sub") is None
 
 
