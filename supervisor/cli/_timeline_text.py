@@ -122,7 +122,7 @@ def _warning(event: dict[str, Any]) -> str:
 
 
 def _wrapped(text: str) -> list[str]:
-    import textwrap  # here: a launch handed to a serve prints no wrapped text (supervisor.cli._quick)
+    import textwrap  # here, not at the top: a launch with no warning wraps nothing (supervisor.cli._quick)
 
     out: list[str] = []
     for raw in text.replace("**", "").strip().splitlines():
