@@ -25,18 +25,18 @@ raised): :mod:`supervisor.cli._quick` hands a launch off through it before anyth
 
 from __future__ import annotations
 
+import _socket  # socket.py's C core: socket.py itself costs ~4 ms to import (its enums)
 import contextlib
 import errno
 import json
 import os
-import socket
 import stat
 import struct
 import sys
 
 TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
     PathLike = str | os.PathLike[str]
@@ -170,14 +170,14 @@ def _remove_stale(file: str, socket_path: str | None) -> None:
         os.unlink(file)
 
 
-def connect(target: HandoffTarget) -> socket.socket | None:
+def connect(target: HandoffTarget) -> _socket.socket | None:
     """A connection to ``target``'s serve, checked; None when nobody listens (the stale file is
     removed) or the peer is not the announced serve (said on stderr)."""
     return _connect(target)
 
 
-def _connect(target: HandoffTarget) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _connect(target: HandoffTarget) -> _socket.socket | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(target.socket_path)
     except (ConnectionRefusedError, FileNotFoundError):
@@ -197,9 +197,9 @@ def _connect(target: HandoffTarget) -> socket.socket | None:
     return sock
 
 
-def _peer_problem(sock: socket.socket, target: HandoffTarget) -> str | None:
+def _peer_problem(sock: _socket.socket, target: HandoffTarget) -> str | None:
     """Why the process at the other end of ``sock`` is not the serve ``target`` announces, or None."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    creds = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, struct.calcsize("3i"))
     pid, uid, _gid = struct.unpack("3i", creds)
     if uid != os.geteuid():
         return f"the hand-off socket is served by uid {uid}, not this user"
@@ -220,19 +220,15 @@ def raise_error_body(body: dict[str, Any]) -> None:
 
 
 def exchange(
-    sock: socket.socket, target: HandoffTarget, op: str, args: dict[str, Any], on_phase: Reporter
+    sock: _socket.socket, target: HandoffTarget, op: str, args: dict[str, Any], on_phase: Reporter
 ) -> tuple[bool, dict[str, Any]]:
     """Send ``op`` on ``sock`` and follow it to its end: ``(True, result)`` or ``(False, error body)``.
 
     ``on_phase`` receives ``handed_off`` once the serve accepts the request, then every phase it
     reports; :class:`HandoffBroken` when the serve breaks the protocol or the connection."""
-    with sock, sock.makefile("rwb") as stream:
-        stream.write(json.dumps({"op": op, "args": args}).encode() + b"\n")
-        stream.flush()
-        while True:
-            line = stream.readline(_MAX_LINE)
-            if not line:
-                raise HandoffBroken(f"roundtable serve (pid {target.pid}) closed the hand-off mid-launch")
+    try:
+        sock.sendall(json.dumps({"op": op, "args": args}).encode() + b"\n")
+        for line in _lines(sock):
             try:
                 message = json.loads(line)
             except (ValueError, RecursionError):
@@ -251,6 +247,28 @@ def exchange(
                 return False, message["error"]
             else:
                 raise HandoffBroken(f"roundtable serve answered an unknown line: {line[:200]!r}")
+        raise HandoffBroken(f"roundtable serve (pid {target.pid}) closed the hand-off mid-launch")
+    finally:
+        sock.close()
+
+
+def _lines(sock: _socket.socket) -> Iterator[bytes]:
+    """The lines ``sock`` receives, each with its newline, until it closes (a last line without
+    one included); a line past :data:`_MAX_LINE` bytes is cut there, and so is not JSON."""
+    buffer = bytearray()
+    while True:
+        end = buffer.find(b"\n")
+        if end < 0 and len(buffer) < _MAX_LINE:
+            chunk = sock.recv(65536)
+            if chunk:
+                buffer += chunk
+                continue
+            if buffer:
+                yield bytes(buffer)
+            return
+        cut = min(end + 1 if end >= 0 else _MAX_LINE, _MAX_LINE)
+        yield bytes(buffer[:cut])
+        del buffer[:cut]
 
 
 def hand_off(

@@ -254,3 +254,23 @@ async def test_a_socket_served_by_another_process_than_the_announced_one_gets_no
     )
     assert answer is None and phases == []
     assert "not the announced serve" in capsys.readouterr().err
+
+
+def test_the_client_reads_the_serves_lines_however_they_arrive(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines split across reads, several in one read, a last line with no newline, and a line past
+    the limit (cut there, so it is not JSON) all come out as the serve wrote them."""
+    from supervisor.cli import _handoff
+
+    class Arrivals:
+        """A socket whose reads return these pieces, then the end."""
+
+        def __init__(self, *pieces: bytes):
+            self.pieces = list(pieces)
+
+        def recv(self, size: int) -> bytes:
+            return self.pieces.pop(0) if self.pieces else b""
+
+    monkeypatch.setattr(_handoff, "_MAX_LINE", 8)
+    arrivals = Arrivals(b'{"a"', b":1}\n{}\n[]", b"\n0123456789\n", b"tail")
+    lines = list(_handoff._lines(arrivals))  # type: ignore[arg-type]
+    assert lines == [b'{"a":1}\n', b"{}\n", b"[]\n", b"01234567", b"89\n", b"tail"]

@@ -31,7 +31,7 @@ REPO = Path(__file__).resolve().parents[3]
 _PROPOSAL = "P-20260101T000000000000Z-0123456789ab"
 _BODY = {"id": "L-1", "status": "exited", "exit_code": 0, "reason": None, "error": None, "warnings": []}
 HEAVY = ("store.config", "store.db", "pydantic", "structlog", "anyio", "asyncio", "sqlite3", "docker", "mcp")
-SLOW_STDLIB = ("typing", "dataclasses", "inspect", "pathlib")
+SLOW_STDLIB = ("typing", "dataclasses", "inspect", "pathlib", "socket", "selectors")
 """Standard modules the hand-off needs none of, each several milliseconds of start-up on every
 launch handed to a serve (``dataclasses`` alone imports ``inspect``, ``ast``, ``dis`` and ``tokenize``)."""
 
