@@ -95,15 +95,19 @@ class ToolSpec:
     title: str | None = None
     result_model: type[ToolResult] | None = None
 
-    def input_schema(self) -> dict[str, Any]:
-        """The JSON schema advertised in ``tools/list``: every accepted argument (a fresh copy)."""
-        return copy.deepcopy(_input_schema(self.args_model))
+    def input_schema(self, *, fresh: bool = True) -> dict[str, Any]:
+        """The JSON schema advertised in ``tools/list``: every accepted argument (a fresh copy;
+        ``fresh=False``: the cached schema itself, for a caller that only serializes it)."""
+        schema = _input_schema(self.args_model)
+        return copy.deepcopy(schema) if fresh else schema
 
-    def output_schema(self) -> dict[str, Any] | None:
-        """The JSON schema of the answer, advertised as ``outputSchema`` (a fresh copy)."""
+    def output_schema(self, *, fresh: bool = True) -> dict[str, Any] | None:
+        """The JSON schema of the answer, advertised as ``outputSchema`` (a fresh copy;
+        ``fresh=False`` as for :meth:`input_schema`)."""
         if self.result_model is None:
             return None
-        return copy.deepcopy(_output_schema(self.result_model))
+        schema = _output_schema(self.result_model)
+        return copy.deepcopy(schema) if fresh else schema
 
     def answer(self, result: ToolResult | BuiltAnswer | dict[str, Any]) -> dict[str, Any]:
         """The JSON object a handler's ``result`` is sent as: its model's dump, keys it left unset

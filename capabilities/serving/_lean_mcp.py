@@ -221,9 +221,10 @@ class LeanMcp:
         if method == "tools/list":
             if set(params) - {"_meta", "cursor"} or not isinstance(params.get("cursor", ""), str):
                 return DEFER
+            # The cached schemas themselves (fresh=False): the answer is written as JSON at once.
             tools = [
                 {key: value for key, value in entry.items() if value is not None}
-                for entry in tool_entries(self.registry, principal, self.tool_names)
+                for entry in tool_entries(self.registry, principal, self.tool_names, fresh=False)
             ]
             return {
                 "cacheScope": "private",

@@ -23,6 +23,12 @@ def test_each_input_schema_is_a_fresh_copy_of_the_generated_one(registry: ToolRe
         first["properties"].clear()
         first["additionalProperties"] = True
         assert spec.input_schema() == {**generated, "additionalProperties": False}
+        # Unless the caller says it only serializes them: then the cached schemas themselves.
+        assert spec.input_schema(fresh=False) is spec.input_schema(fresh=False)
+        assert spec.input_schema(fresh=False) == spec.input_schema()
+        if spec.result_model is not None:
+            assert spec.output_schema(fresh=False) is spec.output_schema(fresh=False)
+            assert spec.output_schema() is not spec.output_schema()
 
 
 class _Inner(ToolResult):
