@@ -34,10 +34,11 @@ LAUNCH_MACHINERY = ("capabilities.auth", "capabilities.services", "capabilities.
 """What running a launch imports beyond the supervisor: the grants, the socket's server, the gateway."""
 
 
-def import_launch_machinery(runtime_base: Path | None = None) -> None:
-    """Import :data:`LAUNCH_MACHINERY` and make ready the tool schemas the roles' ``tools/list``
-    answers, kept between processes in ``runtime_base`` (:mod:`supervisor._schema_cache`); a
-    blocking call, for a worker thread."""
+def import_launch_machinery(runtime_base: Path | None = None, role: str | None = None) -> None:
+    """Import :data:`LAUNCH_MACHINERY` and make ready the tool schemas launch role ``role``'s
+    ``tools/list`` answers (every launch role's: None), kept between processes in ``runtime_base``
+    (:mod:`supervisor._schema_cache`); a blocking call, for a worker thread. Only those tools'
+    modules are imported (:meth:`~capabilities.mcp.ToolRegistry.lazy`)."""
     for name in LAUNCH_MACHINERY:
         if name not in sys.modules:
             importlib.import_module(name)
@@ -45,27 +46,39 @@ def import_launch_machinery(runtime_base: Path | None = None) -> None:
     from capabilities.policy import CAPABILITY_TOOLSETS
     from supervisor._schema_cache import prepare_role_schemas
 
-    prepare_role_schemas(build_registry(), set().union(*CAPABILITY_TOOLSETS.values()), runtime_base)
+    toolsets = [CAPABILITY_TOOLSETS[role]] if role in CAPABILITY_TOOLSETS else CAPABILITY_TOOLSETS.values()
+    prepare_role_schemas(build_registry(), set().union(*toolsets), runtime_base)
 
 
 class MachineryLoader:
-    """Imports the launch machinery once, in one worker thread every launch waits for (two threads
-    importing the same modules at once can see each other's half-made modules)."""
+    """Imports the launch machinery once, and makes each launch role's tool schemas ready once, in
+    one worker thread at a time that every launch of the role waits for (two threads importing the
+    same modules at once can see each other's half-made modules)."""
 
     def __init__(self, runtime_base: Path | None = None) -> None:
-        self._loaded: anyio.Event | None = None
+        self._ready: dict[str | None, anyio.Event] = {}
+        self._turn: anyio.Lock | None = None
         self._runtime_base = runtime_base
 
-    async def load(self) -> None:
-        """Import it (:func:`import_launch_machinery`), or wait for the import under way."""
-        if self._loaded is not None:
-            return await self._loaded.wait()
-        self._loaded = anyio.Event()
-        try:  # an import that fails here fails the launch later, as itself
-            with contextlib.suppress(Exception):
-                await anyio.to_thread.run_sync(import_launch_machinery, self._runtime_base)
+    async def load(self, role: str | None = None) -> None:
+        """Import it for launch role ``role`` (:func:`import_launch_machinery`), or wait for that
+        load under way."""
+        ready = self._ready.get(role)
+        if ready is not None:
+            return await ready.wait()
+        ready = self._ready[role] = anyio.Event()
+        self._turn = self._turn or anyio.Lock()
+        done = False
+        try:
+            async with self._turn:
+                # An import that fails here fails the launch later, as itself.
+                with contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(import_launch_machinery, self._runtime_base, role)
+                done = True
         finally:
-            self._loaded.set()
+            if not done:  # cancelled before its turn: the role's next launch loads it
+                del self._ready[role]
+            ready.set()
 
 
 async def fail_unstarted(store: Store, launch_id: str, error: BaseException) -> None:

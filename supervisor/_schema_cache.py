@@ -8,7 +8,8 @@ from ``<runtime base>/schemas/<key>.json`` instead, and writes that file when it
 
 The key is what the schemas are a function of, the way Python keys its own bytecode cache: the
 Python and pydantic versions and the path, size and modification time of every source file of
-:mod:`store` and :mod:`capabilities` (where the tools' models and every model they nest live);
+:mod:`store` and :mod:`capabilities` (where the tools' models and every model they nest live),
+and the tools asked for (a launch prepares its own role's tools, and each tool set has its file);
 any edit there names another file. The file is read only as a plain file of ours that nobody
 else may write (:func:`~supervisor.launch._private_files.read_private`), and its content is
 adopted only when it holds exactly the tools asked for, in the shape built ones have
@@ -57,14 +58,16 @@ def schema_key(packages: Iterable[Path], versions: Iterable[str]) -> str:
     return digest.hexdigest()[:32]
 
 
-def _default_key() -> str:
+def _default_key(tools: list[str]) -> str:
+    """The key of the schemas of ``tools`` built by this code: each tool set its own file, so a
+    supervisor launching one role's tools and one launching another's do not rewrite each other's."""
     import pydantic
 
     import capabilities
     import store
 
     packages = [Path(module.__file__).parent for module in (store, capabilities) if module.__file__]
-    return schema_key(packages, (sys.version, pydantic.VERSION))
+    return schema_key(packages, (sys.version, pydantic.VERSION, "tools:" + ",".join(tools)))
 
 
 def prepare_role_schemas(registry: ToolRegistry, names: Iterable[str], base: Path | None) -> bool:
@@ -76,7 +79,7 @@ def prepare_role_schemas(registry: ToolRegistry, names: Iterable[str], base: Pat
         registry.prepare_schemas(wanted)
         return False
     directory = base / "schemas"
-    path = directory / f"{_default_key()}.json"
+    path = directory / f"{_default_key(wanted)}.json"
     data = read_private(path, _MAX_BYTES)
     if data is not None:
         with contextlib.suppress(ValueError):

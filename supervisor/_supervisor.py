@@ -276,7 +276,7 @@ class Supervisor:
         slot = None
         if pool is not None:
             async with anyio.create_task_group() as group:  # the imports run while the container starts
-                group.start_soon(self._machinery.load)
+                group.start_soon(self._machinery.load, plan.role)
                 slot = await pool.lend(plan)
         borrower = slot or object()
         if slot is None:
@@ -304,7 +304,7 @@ class Supervisor:
     async def _run_launch(
         self, launch: Launch, plan: LaunchPlan, on_phase: PhaseReporter | None, slot: PooledContainer | None
     ) -> LaunchResult:
-        await self._machinery.load()
+        await self._machinery.load(plan.role)
         from capabilities.auth import issue_capability
         from capabilities.serving import LaunchSocketApp
         from supervisor.models import ModelGateway

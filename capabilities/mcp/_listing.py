@@ -67,8 +67,7 @@ def tool_entries(
                 "openWorldHint": False,
             },
         }
-        for spec in registry.specs()
-        if spec.name in allowed
+        for spec in registry.specs_of(allowed)  # only the allowed tools' modules are imported
     ]
 
 

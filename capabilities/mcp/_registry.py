@@ -10,6 +10,8 @@ over the :class:`~capabilities.services.Services`. Who may call a tool is decide
 from __future__ import annotations
 
 import copy
+import importlib
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -230,37 +232,81 @@ def validation_message(exc: ValidationError) -> str:
 
 
 class ToolRegistry:
-    """Every tool Roundtable serves, by canonical name, and the one table of its spellings."""
+    """Every tool Roundtable serves, by canonical name, and the one table of its spellings.
+
+    A registry made by :meth:`lazy` knows every tool's name from a static table but imports a
+    tool's module (and builds its models) only when one of its tools is first looked up, so a
+    server that serves a few tools imports those alone; it answers every lookup as the registry
+    of all the modules' tools would.
+    """
 
     def __init__(self, specs: Iterable[ToolSpec] = ()):
         self._specs: dict[str, ToolSpec] = {}
         self._names = ToolNames()
+        self._pending: dict[str, str] = {}  # tool -> the module that defines it, not imported yet
+        self._loading = threading.Lock()
         for spec in specs:
             self.add(spec)
 
+    @classmethod
+    def lazy(cls, catalog: Mapping[str, str]) -> ToolRegistry:
+        """A registry of the tools ``catalog`` names (tool -> the module whose ``TOOLS`` list holds
+        it), each module imported when one of its tools is first looked up. The module must define
+        exactly the tools the catalog gives it (else the lookup raises ``ValueError``)."""
+        registry = cls()
+        for name, module in catalog.items():
+            registry._names.add(name)
+            registry._pending[name] = module
+        return registry
+
     def add(self, spec: ToolSpec) -> None:
         """Register a tool; a duplicate or ambiguous name is a programming error."""
-        if spec.name in self._specs:
+        if spec.name in self._specs or spec.name in self._pending:
             raise ValueError(f"tool {spec.name} is registered twice")
         self._names.add(spec.name)
         self._specs[spec.name] = spec
 
     def get(self, name: str) -> ToolSpec | None:
         """The tool whose canonical name is ``name``, if registered."""
-        return self._specs.get(name)
+        spec = self._specs.get(name)
+        if spec is None and self._pending:
+            spec = self._load(name)
+        return spec
 
     def resolve(self, spelling: str) -> ToolSpec | None:
         """The tool ``spelling`` names: its canonical name or its underscore alias."""
         canonical = self._names.canonical(spelling)
-        return None if canonical is None else self._specs[canonical]
+        return None if canonical is None else self.get(canonical)
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""
-        return sorted(self._specs)
+        return sorted({*self._specs, *self._pending})
 
     def specs(self) -> list[ToolSpec]:
-        """Every registered tool, sorted by name."""
-        return [self._specs[name] for name in self.names()]
+        """Every registered tool, sorted by name (each module of a lazy registry imported)."""
+        return self.specs_of(self.names())
+
+    def specs_of(self, names: Iterable[str]) -> list[ToolSpec]:
+        """The registered tools among ``names``, sorted by name: only their modules imported."""
+        found = (self.get(name) for name in sorted(set(names)))
+        return [spec for spec in found if spec is not None]
+
+    def _load(self, name: str) -> ToolSpec | None:
+        """Import the module of pending tool ``name`` and register every tool it defines (None:
+        ``name`` is no tool)."""
+        with self._loading:  # a launch's worker thread and its event loop may both look tools up
+            module_name = self._pending.get(name)
+            if module_name is None:  # no tool, or one another thread has just loaded
+                return self._specs.get(name)
+            tools: list[ToolSpec] = importlib.import_module(module_name).TOOLS
+            owned = {tool for tool, module in self._pending.items() if module == module_name}
+            if {spec.name for spec in tools} != owned or len(tools) != len(owned):
+                defined = sorted(spec.name for spec in tools)
+                raise ValueError(f"{module_name} defines {defined}, not {sorted(owned)}")
+            for spec in tools:
+                self._specs[spec.name] = spec
+                del self._pending[spec.name]
+        return self._specs[name]
 
     def prepare_schemas(self, names: Iterable[str]) -> None:
         """Build the JSON schemas of the tools ``names`` (cached per model) before anyone lists them:
@@ -273,7 +319,7 @@ class ToolRegistry:
         them: ``{tool: {"input": schema, "output": schema or None}}``, to be kept between processes."""
         exported: dict[str, dict[str, Any]] = {}
         for name in sorted(set(names)):
-            spec = self._specs.get(name)
+            spec = self.get(name)
             if spec is not None:
                 output = None if spec.result_model is None else _output_schema(spec.result_model)
                 exported[name] = {"input": _input_schema(spec.args_model), "output": output}
@@ -284,7 +330,7 @@ class ToolRegistry:
         gave an earlier process of the same code) instead of building them; ``False``, adopting
         none, unless it holds exactly those tools, each with an input schema and an output schema
         exactly where the tool has a result model."""
-        wanted = {name: spec for name in names if (spec := self._specs.get(name)) is not None}
+        wanted = {name: spec for name in names if (spec := self.get(name)) is not None}
         if not isinstance(exported, Mapping) or set(exported) != set(wanted):
             return False
         adopted: list[tuple[ToolSpec, dict[str, Any], dict[str, Any] | None]] = []

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 
 from store.errors import InternalError, InvalidArgument, RoundtableError
 from supervisor.cli._output import emit, emit_error
-from supervisor.cli.commands import COMMAND_MODULES
+from supervisor.cli.commands import command_modules
 
 __all__ = ["build_parser", "main"]
 
@@ -48,8 +48,9 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full parser, with every command module's subcommands."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, with every command module's subcommands; or, for top-level ``command``,
+    one with only its module's (it parses that command's lines exactly as the full one does)."""
     common = _common_options()
     parser = _Parser(
         prog="roundtable",
@@ -58,13 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
-    for module in COMMAND_MODULES:
+    for module in command_modules(command):
         module.register(commands, common)
     return parser
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
     return "--json" in argv
+
+
+def command_word(argv: Sequence[str]) -> str | None:
+    """The top-level command ``argv`` names, when only the common flags, spelt out whole, stand
+    before it (else None: the full parser reads it, abbreviations and all)."""
+    items = iter(argv)
+    for item in items:
+        if item in ("--json", "-v", "--verbose") or item.startswith("--root="):
+            continue
+        if item == "--root":
+            if next(items, None) is None:
+                return None
+            continue
+        return None if item.startswith("-") else item
+    return None
 
 
 def main(argv: Sequence[str] | None = None, *, exit_when_answered: bool = False) -> int:
@@ -81,7 +97,7 @@ def main(argv: Sequence[str] | None = None, *, exit_when_answered: bool = False)
         return 2
     as_json = _wants_json(args_list)
     try:
-        args = build_parser().parse_args(args_list)
+        args = build_parser(command_word(args_list)).parse_args(args_list)
     except _UsageError as exc:
         emit_error(InvalidArgument(str(exc)), as_json=as_json)
         return 2

@@ -145,3 +145,15 @@ def test_without_a_private_base_it_builds_and_writes_nothing(tmp_path: Path) -> 
     assert prepare_role_schemas(build_registry(), ROLE_TOOLS, missing) is False
     assert not missing.exists()  # the base is the supervisor's to create, with its own mode
     assert _served() == _built()
+
+
+def test_each_launch_roles_tools_have_their_own_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An oracle launch and a reviewer launch prepare their own tools, and neither rewrites the other's."""
+    oracle, reviewer = sorted(CAPABILITY_TOOLSETS["memory_oracle"]), sorted(CAPABILITY_TOOLSETS["reviewer"])
+    assert oracle != reviewer
+    assert prepare_role_schemas(build_registry(), oracle, tmp_path) is False
+    assert prepare_role_schemas(build_registry(), reviewer, tmp_path) is False
+    assert len(list((tmp_path / "schemas").glob("*.json"))) == 2
+    _forget(monkeypatch)
+    assert prepare_role_schemas(build_registry(), oracle, tmp_path) is True
+    assert prepare_role_schemas(build_registry(), reviewer, tmp_path) is True

@@ -1,0 +1,83 @@
+"""A command line naming a command is parsed by a parser of that command's module alone, with the
+same result as the full parser: the same arguments, the same usage errors, the same help."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+
+import pytest
+
+from supervisor.cli._main import _common_options, _Parser, _UsageError, build_parser, command_word
+from supervisor.cli.commands import COMMANDS, command_modules
+
+
+def _registered(module_name: str) -> tuple[str, ...]:
+    parser = _Parser(prog="roundtable")
+    commands = parser.add_subparsers(dest="command", parser_class=_Parser)
+    importlib.import_module(f"supervisor.cli.commands.{module_name}").register(commands, _common_options())
+    return tuple(commands.choices)
+
+
+def test_the_table_names_exactly_the_commands_each_module_registers() -> None:
+    for module, commands in COMMANDS.items():
+        assert _registered(module) == commands, module
+    full = build_parser()
+    (action,) = [a for a in full._actions if isinstance(a, argparse._SubParsersAction)]
+    assert tuple(action.choices) == tuple(c for commands in COMMANDS.values() for c in commands)
+    assert [m.__name__ for m in command_modules("no-such")] == [m.__name__ for m in command_modules()]
+
+
+@pytest.mark.parametrize(
+    ("argv", "word"),
+    [
+        (["oracle", "launch", "P", "--wait"], "oracle"),
+        (["--json", "-v", "--root", "oracle", "task", "list"], "task"),
+        (["--root=x", "--verbose", "gc"], "gc"),
+        (["--ro", "x", "task", "list"], None),  # an abbreviation: the full parser reads it
+        (["--root"], None),
+        (["--help"], None),
+        ([], None),
+    ],
+)
+def test_the_command_word(argv: list[str], word: str | None) -> None:
+    assert command_word(argv) == word
+
+
+def _outcome(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str, object]:
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            args = parser.parse_args(argv)
+    except _UsageError as exc:
+        return "usage", str(exc)
+    except SystemExit as exc:
+        return "exit", (exc.code, out.getvalue())
+    return "args", vars(args)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["oracle", "launch", "P", "--wait", "--json"],
+        ["--root", "/tmp/x", "oracle", "launch", "P", "--timeout", "5", "--wait"],
+        ["oracle", "launch", "--timeout", "soon", "P"],
+        ["oracle"],
+        ["oracle", "bogus"],
+        ["oracle", "--help"],
+        ["oracle", "launch", "--help"],
+        ["task", "list", "--json"],
+        ["task", "create", "--title", "T", "--priority", "urgent-ish"],
+        ["memory", "query", "x", "--limit", "3"],
+        ["proposal", "--help"],
+        ["init", "--root", "here"],
+        ["serve", "--nonsense"],
+        ["gc", "-v"],
+    ],
+)
+def test_a_command_parses_as_the_full_parser_parses_it(argv: list[str]) -> None:
+    word = command_word(argv)
+    assert word is not None
+    assert _outcome(build_parser(word), argv) == _outcome(build_parser(), argv)
