@@ -264,7 +264,8 @@ class _Walk:
                 if at >= 0:
                     start = at + len(key)
                     end = stored.find(",", start)
-                    total += weight * impact(int(stored[start : end if end >= 0 else len(stored) - 1]), length)
+                    tf = int(stored[start : end if end >= 0 else len(stored) - 1])
+                    total += weight * impact(tf, length)
             exact[int(doc)] = total
 
     def _fetch(self, docs: Sequence[int]) -> None:
