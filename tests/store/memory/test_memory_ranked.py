@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from store import Store, init_project, open_store
 from store.db import _migrations
 from store.memory import _rank_blocks, _ranked
-from store.memory._rank import entry_terms, impact, reference_ranking, score
+from store.memory._rank import entry_terms, impact, query_terms, reference_ranking, score
 from store.memory._search import MemoryFilter
 from tests.store.memory.helpers import check_rank_index, wipe_memory
 
@@ -445,7 +445,7 @@ def test_an_entry_settled_from_its_stored_terms_scores_what_the_ranking_function
     store.memory.record_many(
         [{"scope": "project", "kind": "fact", "title": title, "body_md": "x"} for title in titles], actor="op"
     )
-    terms = _ranked.query_terms(" ".join(query))
+    terms = query_terms(" ".join(query))
     weights = [0.5 + index for index in range(len(terms))]
 
     def probed(conn: Any) -> tuple[dict[int, float], dict[int, float]]:
