@@ -194,13 +194,11 @@ class _Walk:
         base = -sum(weight * bound for weight, bound in zip(self.weights, self.bounds, strict=True))
         uppers = dict.fromkeys(self.multi, base)
         for found, weight, bound in zip(self.maps, self.weights, self.bounds, strict=True):
-            # uppers[doc] -= weight * impact, then += weight * bound, in C (map) for speed
+            # uppers[doc] = uppers[doc] - weight * impact + weight * bound, in one pass in C (map)
             held = list(self.multi & found.keys())
             gains = map(weight.__mul__, map(found.__getitem__, held))
-            uppers.update(zip(held, map(float.__sub__, map(uppers.__getitem__, held), gains), strict=True))
-            uppers.update(
-                zip(held, map((weight * bound).__add__, map(uppers.__getitem__, held)), strict=True)
-            )
+            lowered = map(float.__sub__, map(uppers.__getitem__, held), gains)
+            uppers.update(zip(held, map((weight * bound).__add__, lowered), strict=True))
         heap = [(upper, doc) for doc, upper in uppers.items()]
         heapq.heapify(heap)
         while heap:
@@ -254,10 +252,21 @@ class _Walk:
 
     def _probe(self, docs: list[int]) -> None:
         """The exact scores of ``docs`` from their stored terms."""
-        keys = _keys(self.terms)
+        pairs = list(zip(_keys(self.terms), self.weights, strict=True))
         sql = f"SELECT doc, length, terms FROM memory_rank_docs WHERE doc IN ({_marks(len(docs))})"
+        exact = self.exact
         for doc, length, stored in self.conn.execute(sql, docs):
-            self.exact[int(doc)] = score(self.weights, _impacts(keys, int(length), stored))
+            # score(weights, _impacts(...)) inlined: the same sum in the same order, without the
+            # lists and calls (a probe is most of a common pair's query)
+            total, length = 0.0, int(length)
+            for key, weight in pairs:
+                at = stored.find(key)
+                if at >= 0:
+                    start = at + len(key)
+                    end = stored.find(",", start)
+                    tf = int(stored[start : end if end >= 0 else len(stored) - 1])
+                    total += weight * impact(tf, length)
+            exact[int(doc)] = total
 
     def _fetch(self, docs: Sequence[int]) -> None:
         """Whether each of ``docs`` passes the filters, and whether it is a summary, its importance

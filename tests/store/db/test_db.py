@@ -89,6 +89,7 @@ def test_connection_pragmas(project: ProjectPaths) -> None:
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] > 0
+    assert conn.execute("PRAGMA mmap_size").fetchone()[0] == 1 << 30  # reads through a memory map
     db.close()
 
 

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from store import Store, init_project, open_store
 from store.db import _migrations
 from store.memory import _rank_blocks, _ranked
-from store.memory._rank import entry_terms, impact, reference_ranking
+from store.memory._rank import entry_terms, impact, query_terms, reference_ranking, score
+from store.memory._search import MemoryFilter
 from tests.store.memory.helpers import check_rank_index, wipe_memory
 
 _WORDS = ["alpha", "beta", "gamma", "delta", "Ärger", "straße", "İstanbul", "x_y", "42", "ǅemal"]
@@ -426,3 +427,40 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
                 query,
                 options,
             )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes=_SKEWED, query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta"]), min_size=1))
+def test_an_entry_settled_from_its_stored_terms_scores_what_the_ranking_function_says(
+    shared_store: Store, shapes: list[tuple[int, int, int, int]], query: list[str]
+) -> None:
+    """The probe (an entry's exact score read from its stored terms, not from the lists) gives
+    every entry, to the bit, the score of its terms' counts and its length by the function."""
+    store = shared_store
+    _reset(store)
+    titles = [
+        " ".join(["alpha"] * a + ["beta"] * b + ["gamma"] * c + ["pad"] * pad) or "pad"
+        for a, b, c, pad in shapes
+    ]
+    store.memory.record_many(
+        [{"scope": "project", "kind": "fact", "title": title, "body_md": "x"} for title in titles], actor="op"
+    )
+    terms = query_terms(" ".join(query))
+    weights = [0.5 + index for index in range(len(terms))]
+
+    def probed(conn: Any) -> tuple[dict[int, float], dict[int, float]]:
+        walk = _ranked._Walk(conn, terms, weights, MemoryFilter(None, None, None, False, 10))
+        rows = conn.execute(
+            "SELECT d.doc, m.lc_title, m.lc_body, m.lc_scope, m.lc_kind FROM memory_rank_docs AS d"
+            " JOIN memory_entries AS m ON m.id = d.id"
+        ).fetchall()
+        walk._probe([int(row[0]) for row in rows])
+        expected = {}
+        for row in rows:
+            counts, length = entry_terms(row[1:])
+            impacts = [impact(counts[term], length) if term in counts else None for term in terms]
+            expected[int(row[0])] = score(weights, impacts)
+        return walk.exact, expected
+
+    found, expected = store.db.read(probed)
+    assert found == expected
