@@ -54,7 +54,9 @@ _HERE = Path(__file__).resolve().parents[1]
 
 
 def _env(tree: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(tree)}
+    # PYTHONSAFEPATH: `python -m` would otherwise put the working directory first on the path, and a
+    # benchmark started from a checkout would run that checkout's code for every --tree alike.
+    return {**os.environ, "PYTHONPATH": str(tree), "PYTHONSAFEPATH": "1"}
 
 
 def _configure(config: Path, image: str, pool: int) -> None:
