@@ -102,6 +102,7 @@ class _StandInServe:
 
 def _commands(root: Path) -> dict[str, list[str]]:
     cli = [sys.executable, "-m", "supervisor"]
+    handed = [*cli, "oracle", "launch", "P-1", "--wait", "--json", "--root", str(root)]
     return {
         "python -c pass (baseline)": [sys.executable, "-c", "pass"],
         "roundtable --help": [*cli, "--help"],
@@ -109,9 +110,7 @@ def _commands(root: Path) -> dict[str, list[str]]:
         "roundtable init": [*cli, "init", "--root", str(root)],
         "roundtable memory query": [*cli, "memory", "query", "rule", "--root", str(root)],
         "roundtable task list": [*cli, "task", "list", "--root", str(root)],
-        "roundtable oracle launch P --wait (handed off)": [
-            *[*cli, "oracle", "launch", "P-1", "--wait", "--json", "--root", str(root)],
-        ],
+        "roundtable oracle launch P --wait (handed off)": handed,
     }
 
 

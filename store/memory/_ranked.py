@@ -257,14 +257,11 @@ class _Walk:
         exact = self.exact
         for doc, length, stored in self.conn.execute(sql, docs):
             # score(weights, _impacts(...)) inlined: the same sum in the same order, without the
-            # lists and calls (a probe is most of a common pair's query)
+            # lists (a probe is most of a common pair's query)
             total, length = 0.0, int(length)
             for key, weight in pairs:
-                at = stored.find(key)
-                if at >= 0:
-                    start = at + len(key)
-                    end = stored.find(",", start)
-                    tf = int(stored[start : end if end >= 0 else len(stored) - 1])
+                tf = _count(stored, key)
+                if tf is not None:
                     total += weight * impact(tf, length)
             exact[int(doc)] = total
 

@@ -9,9 +9,9 @@ Colour: only when stdout is a terminal and ``NO_COLOR`` is unset (https://no-col
 output is plain text. Text from the store (titles, reasons, messages) is untrusted, so control
 characters, terminal escape sequences included, are shown escaped (:func:`clean`).
 
-Tables are drawn here, in a few lines, rather than with a table library: the output is a handful
-of columns, and the CLI's start-up stays as light as ``tests/supervisor/cli/test_startup_imports.py``
-requires.
+Tables are drawn in :mod:`supervisor.cli._table`, in a few lines, rather than with a table library:
+the output is a handful of columns, and the CLI's start-up stays as light as
+``tests/supervisor/cli/test_startup_imports.py`` requires.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 
 TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
     from typing import Any, TextIO
 
     from store.errors import RoundtableError
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     """Turns a command's answer into its readable text."""
 
 __all__ = [
-    "Styled",
     "clean",
     "emit",
     "emit_error",
@@ -40,7 +39,6 @@ __all__ = [
     "paint",
     "render_text",
     "short_id",
-    "table",
     "use_colour",
 ]
 
@@ -86,55 +84,6 @@ def short_id(value: object) -> str:
     head, _, tail = text.partition("-")
     suffix = text.rsplit("-", 1)[-1]
     return f"{head}-…{suffix}" if tail and "-" in tail else text
-
-
-class Styled:
-    """A table cell shown in a style (when colour is on): ``Styled("FAIL", "red")``.
-
-    A value like a frozen dataclass, written out: ``dataclasses`` imports ``inspect`` (and with it
-    ``ast``, ``dis``, ``tokenize``), a third of what a launch handed to a serve would import before
-    its first byte reaches the socket (:mod:`supervisor.cli._quick`)."""
-
-    __slots__ = ("style", "text")
-    text: object
-    style: str
-
-    def __init__(self, text: object, style: str):
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "style", style)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Styled is frozen: cannot set {name!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Styled):
-            return NotImplemented
-        return (self.text, self.style) == (other.text, other.style)
-
-    def __hash__(self) -> int:
-        return hash((self.text, self.style))
-
-    def __repr__(self) -> str:
-        return f"Styled(text={self.text!r}, style={self.style!r})"
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, empty: str = "(none)") -> str:
-    """A plain table: a header line, then one line per row, columns padded; the last column is not
-    padded (it holds free text). ``empty`` when there are no rows."""
-    if not rows:
-        return empty
-    cells = [[clean(cell.text if isinstance(cell, Styled) else cell) for cell in row] for row in rows]
-    styles = [[cell.style if isinstance(cell, Styled) else "" for cell in row] for row in rows]
-    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
-    head = "  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
-    lines = [paint(head, "bold")]
-    for row, style in zip(cells, styles, strict=True):
-        padded = [
-            paint(cell, style[i]) + " " * (widths[i] - len(cell) if i < len(row) - 1 else 0)
-            for i, cell in enumerate(row)
-        ]
-        lines.append("  ".join(padded).rstrip())
-    return "\n".join(lines)
 
 
 def emit(

@@ -12,6 +12,11 @@ abbreviated flag, ``--help``, ``--provider``, a bad ``--timeout``), and a projec
 ``oracle launch`` that runs in-process, it first starts the launch's container from the project's
 recipe (:mod:`supervisor.docker._prestart`): :func:`take_prestart` hands it to the launch,
 :func:`discard_prestart` removes it when the command ends without one.
+
+What this path imports is the start-up of every launch handed to a serve, so its modules (and the
+package roots above them) keep to the lightest of the standard library: ``TYPE_CHECKING`` is a
+local ``False`` (mypy honours the name) so that annotations need no ``typing`` at run time, and
+``dataclasses``, ``pathlib`` and ``socket.py`` are left out (``tests/supervisor/cli/test_quick.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import math
 import os
 import sys
 
-TYPE_CHECKING = False  # typing's flag without importing typing: see supervisor.cli._quick
+TYPE_CHECKING = False  # typing's flag without importing typing: see the module docstring
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from supervisor.cli._output import Styled, clean, first_line, paint, table
+from supervisor.cli._output import clean, first_line, paint
+from supervisor.cli._table import Styled, table
 
 __all__ = [
     "render_attached",

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from supervisor.cli._output import clean, table
+from supervisor.cli._output import clean
+from supervisor.cli._table import table
 
 __all__ = [
     "render_grant",

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
+
+from store import lazy_exports
 
 if TYPE_CHECKING:
     from supervisor.cli.commands._oracle import cited_warnings
@@ -37,10 +39,5 @@ def command_modules(command: str | None = None) -> list[ModuleType]:
     return [importlib.import_module(f"{__name__}.{name}") for name in names]
 
 
-def __getattr__(name: str) -> Any:
-    """``cited_warnings``, imported with its module on first use (PEP 562)."""
-    if name == "cited_warnings":
-        from supervisor.cli.commands._oracle import cited_warnings
-
-        return cited_warnings
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # for mypy, the import above: ``cited_warnings`` imported with its module on first use
+    __getattr__ = lazy_exports(__name__, {f"{__name__}._oracle": ("cited_warnings",)})
