@@ -9,14 +9,17 @@ In one run, on one project whose ``roundtable serve`` keeps ``--pool`` container
 * **throughput**: 8 such launches one after another, then 8 at once (8 processes started
   together), each from a full pool of 8 (``max_concurrent_launches`` 8), interleaved over rounds.
 
-Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of
-8 at once over 8 in turn (goal >= 3). ``--cpu`` also prints where the CPU of the 8-at-once rounds
-went, per launch: the serve, the 8 commands, the containers, the engine's daemons, the rest of the
-machine (:class:`benchmarks._cpu.CpuMeter`). ``--tree DIR[@IMAGE]`` (repeatable) runs the serve
-and the command of that source tree (``PYTHONPATH``) with that role image (default ``--image``), each
-on its own project and serve, interleaved with the others in every repetition (each tree first in
-turn): two checkouts (before and after a change) are compared in one run, against the same bare runs
-of ``--image``. Usage: ``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG]
+Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the throughput of 8 at once
+over 8 in turn (goal >= 3), and beside it the ceiling the container engine's own CPU sets on it on this
+machine (:class:`benchmarks._engine_floor.EngineFloor`: every launch is one container the engine
+creates, starts and removes; on 2 cores that work alone bounds 8 at once from below, and an idle
+interval after each round measures the machine's background). ``--cpu`` also prints where the CPU of the
+8-at-once rounds went, per launch: the serve, the 8 commands, the containers, the engine's daemons, the
+rest of the machine (:class:`benchmarks._cpu.CpuMeter`). ``--tree DIR[@IMAGE]`` (repeatable) runs the
+serve and the command of that source tree (``PYTHONPATH``) with that role image (default ``--image``),
+each on its own project and serve, interleaved with the others in every repetition (each tree first in
+turn): two checkouts (before and after a change) are compared in one run, against the same bare runs of
+``--image``. Usage: ``python -m benchmarks.bench_warm_pool [--repeat N] [--rounds N] [--image TAG]
 [--tree DIR[@IMAGE] ...] [--cpu]``; needs the Docker engine and a role image with the claim wait
 (``roles/_claim.py``; the default is the configured one, ``roundtable-role:<version>``).
 """
@@ -42,6 +45,7 @@ from typing import IO
 import anyio
 
 from benchmarks._cpu import CpuMeter
+from benchmarks._engine_floor import EngineFloor
 from capabilities.services import Services
 from store import ProjectPaths, init_project, open_store
 from store.config import package_version
@@ -165,6 +169,7 @@ class _Tree:
         self.in_turn: list[float] = []
         self.at_once: list[float] = []
         self.cpu = CpuMeter({})
+        self.floor = EngineFloor()
 
     def launch(self) -> subprocess.Popen[str]:
         return _launch(self.root, self.tree, next(self.proposals))
@@ -184,6 +189,7 @@ def _rounds(tree: _Tree) -> None:
     with tree.cpu.measure():
         started = time.perf_counter()
         tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
+    tree.floor.idle(tree.at_once[-1])
 
 
 def _turn(trees: list[_Tree], number: int) -> list[_Tree]:
@@ -239,6 +245,7 @@ def main() -> None:
         print(f"  {_BATCH} launches one after another (pool of {args.pool})   median {seq * 1000:8.1f} ms")
         print(f"  {_BATCH} launches at once                              median {par * 1000:8.1f} ms  "
               f"throughput x{seq / par:5.2f} (goal >= 3)")  # fmt: skip
+        print("\n".join(tree.floor.report(tree.cpu.totals, _BATCH * len(tree.at_once), _BATCH, seq)))
         if args.cpu:
             print(f"  CPU per launch of the {_BATCH}-at-once rounds:")
             print("\n".join(tree.cpu.report(_BATCH * len(tree.at_once), indent="    ")))
