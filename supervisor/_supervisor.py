@@ -158,10 +158,11 @@ class Supervisor:
         _log.info("supervisor_started", supervisor_id=self.supervisor_id, reaped=str(report))
 
     async def aclose(self) -> None:
-        """Release the owner lock and the engine connection (launches in flight clean up after
-        themselves, in their own tasks)."""
+        """Release the owner lock and the engine connection, and remove this supervisor's runtime
+        directory if it is empty (launches in flight clean up after themselves, in their own tasks)."""
         await self._drop_prestart(release_lock=False)  # never handed to a pool: not ours to keep
         await anyio.to_thread.run_sync(self._owner.release)  # a lease's release is a store write
+        await anyio.to_thread.run_sync(self.runtime.tidy)  # no empty directory left behind
         closer = getattr(self.launcher, "aclose", None) if self._owns_launcher else None
         if closer is not None:
             await closer()

@@ -14,6 +14,7 @@ dead owner is seen at once, with no ttl to wait out.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["OwnerLock", "Ownership", "live_owners", "owner_directory", "owner_for"]
 
 _NAME = re.compile(r"[0-9]+-[0-9a-f]{8}")
+_ATTEMPTS = 3
+"""How many times the lock file is made again when a peer that ended tidied its directory away."""
 
 
 class OwnerLock:
@@ -56,13 +59,19 @@ class OwnerLock:
         launch's prestart took it for this supervisor: :mod:`supervisor.docker._prestart`), nothing."""
         if self._fd is not None:
             return
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        for attempt in range(_ATTEMPTS):
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+                break
+            except FileNotFoundError:  # a peer that ended tidied the directory away meanwhile
+                if attempt == _ATTEMPTS - 1:
+                    raise
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._fd = fd
 
     def release(self) -> None:
-        """Unlock and remove the lock file."""
+        """Unlock and remove the lock file, and its directory when no other owner's lock is left in it."""
         if self._fd is None:
             return
         try:
@@ -70,6 +79,8 @@ class OwnerLock:
         finally:
             os.close(self._fd)  # closing releases the lock
             self._fd = None
+        with contextlib.suppress(OSError):  # another owner's lock is in it, or it is gone already
+            os.rmdir(self.directory)
 
     def live(self, names: Collection[str]) -> set[str]:
         """The owners among ``names`` whose lock is held (see :func:`live_owners`)."""

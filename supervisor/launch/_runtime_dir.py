@@ -20,7 +20,10 @@ there is no other user to read them.
 
 The directories never live under the project, and the whole launch directory is removed when the
 launch ends (:meth:`LaunchRuntimeDir.remove`) or, after a crash, by the reaper
-(:meth:`RuntimeRoot.sweep`). The token is written once and never logged or kept in memory here.
+(:meth:`RuntimeRoot.sweep`); a supervisor that ends removes its ``<supervisor>`` directory when no
+launch's is left in it (:meth:`RuntimeRoot.tidy`), as its owner lock removes its own directory, and a
+peer of the same project that makes a directory just then makes it again. The token is written once
+and never logged or kept in memory here.
 """
 
 from __future__ import annotations
@@ -214,6 +217,10 @@ def _ignore_vanished(
         raise excinfo[1]
 
 
+_ATTEMPTS = 3
+"""How many times a directory is made again when a peer tidied its parent away meanwhile."""
+
+
 class RuntimeRoot:
     """The runtime directories of one supervisor (see the module docstring for the layout)."""
 
@@ -241,15 +248,29 @@ class RuntimeRoot:
 
     def create(self, launch_id: str) -> LaunchRuntimeDir:
         """A fresh, empty runtime directory for ``launch_id``, owned as the module docstring says."""
-        self.ensure()
         path = self.path / launch_suffix(launch_id)
-        os.mkdir(path, 0o700)  # a leftover with this random name would be a bug: let it raise
+        for attempt in range(_ATTEMPTS):
+            self.ensure()
+            try:
+                os.mkdir(path, 0o700)  # a leftover with this random name would be a bug: let it raise
+                break
+            except FileNotFoundError:
+                # Another supervisor of this project ended and tidied the directory away between
+                # ensure() and here (:meth:`tidy`): make it again.
+                if attempt == _ATTEMPTS - 1:
+                    raise
         if _running_as_root():
             os.chown(path, CONTAINER_UID, CONTAINER_GID)
             os.chmod(path, 0o500)
         else:
             os.chmod(path, 0o711)  # noqa: S103 (see the module docstring: the base is private)
         return LaunchRuntimeDir(launch_id, path)
+
+    def tidy(self) -> None:
+        """Remove this supervisor's directory if no launch's directory is left in it (a supervisor
+        that ends leaves nothing behind; a launch still finishing, or another supervisor's, keeps it)."""
+        with contextlib.suppress(OSError):  # not empty, or gone already
+            os.rmdir(self.path)
 
     def sweep(self, keep: Collection[str] = ()) -> list[str]:
         """Remove the directory of every launch not in ``keep``; return the removed names."""

@@ -11,6 +11,7 @@ import pytest
 
 from store import InternalError, InvalidArgument
 from store._ids import new_id
+from supervisor.launch._ownership import OwnerLock, live_owners
 from supervisor.launch._runtime_dir import (
     CONTAINER_UID,
     MAX_SOCKET_PATH_BYTES,
@@ -158,3 +159,48 @@ def test_removal_tolerates_the_socket_vanishing_under_it(
     monkeypatch.setattr(os, "unlink", refused)
     with pytest.raises(PermissionError):
         other.remove()
+
+
+def test_tidy_removes_only_an_empty_directory(runtime_root: RuntimeRoot) -> None:
+    rundir = runtime_root.create(new_id("launch"))
+    runtime_root.tidy()  # a launch's directory is left: kept
+    assert rundir.path.is_dir()
+    rundir.remove()
+    runtime_root.tidy()
+    assert not runtime_root.path.exists()
+    runtime_root.tidy()  # gone already: nothing to do
+
+
+def test_create_survives_a_peer_tidying_the_directory_away(
+    runtime_root: RuntimeRoot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two supervisors of one project: one ends and tidies the shared directory away between the
+    other's ensure() and its mkdir. The launch's directory is made all the same."""
+    ensure = runtime_root.ensure
+    calls: list[Path] = []
+
+    def ensure_then_peer_tidies() -> Path:
+        path = ensure()
+        if not calls:
+            os.rmdir(path)  # what the peer's tidy() does
+        calls.append(path)
+        return path
+
+    monkeypatch.setattr(runtime_root, "ensure", ensure_then_peer_tidies)
+    rundir = runtime_root.create(new_id("launch"))
+    assert rundir.path.is_dir() and len(calls) == 2
+
+
+def test_owner_locks_leave_no_directory_behind(tmp_path: Path) -> None:
+    directory = tmp_path / "owners" / "rtx"
+    first, second = OwnerLock(directory), OwnerLock(directory)
+    first.acquire()
+    second.acquire()
+    first.release()
+    assert directory.is_dir()  # the other owner's lock is in it
+    assert live_owners(directory, [second.name]) == {second.name}
+    second.release()
+    assert not directory.exists()
+    second.acquire()  # made again
+    assert live_owners(directory, [second.name]) == {second.name}
+    second.release()

@@ -89,6 +89,10 @@ async def test_the_gateway_exists_only_for_openai_launches(store: Store, tmp_pat
     assert (lexical.launch.status, openai.launch.status) == (LaunchStatus.EXITED, LaunchStatus.EXITED)
     # lexical: no such route (404); openai: the route answers (502: no model server is configured).
     assert launcher.gateway_status == [404, 502]
+    # The supervisor that ended left no directory behind: neither its runtime directory nor its
+    # owner lock's (each project's supervisor had left two empty ones in /tmp/rt-<uid> for good).
+    assert not runtime.path.exists()
+    assert list((runtime.base / "owners").iterdir()) == []
 
 
 async def test_a_launch_that_fails_before_its_container_is_recorded_and_cleaned_up(
