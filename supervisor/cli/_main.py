@@ -10,8 +10,10 @@ renderer (``set_defaults(render=...)``, :mod:`supervisor.cli._render`).
 
 Start-up is kept light: building the parser imports only argparse and the command modules, whose
 handlers import what they use (the store, the tool dispatch, the servers, Docker) when they run,
-so ``roundtable --help`` imports none of it; ``tests/supervisor/cli/test_startup_imports.py``
-holds the line.
+so ``roundtable --help`` imports none of it; the top-level help imports no command module either
+(:func:`summary_parser`: each command's line comes from
+:data:`~supervisor.cli.commands.SUMMARIES`). ``tests/supervisor/cli/test_startup_imports.py`` holds
+the line.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from typing import Any, NoReturn
 
 from store.errors import InternalError, InvalidArgument, RoundtableError
 from supervisor.cli._output import emit, emit_error
-from supervisor.cli.commands import command_modules
+from supervisor.cli.commands import SUMMARIES, command_modules
 
-__all__ = ["build_parser", "main"]
+__all__ = ["asks_top_help", "build_parser", "main", "summary_parser"]
 
 
 class _UsageError(Exception):
@@ -48,9 +50,8 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The full parser, with every command module's subcommands; or, for top-level ``command``,
-    one with only its module's (it parses that command's lines exactly as the full one does)."""
+def _top_parser() -> tuple[argparse.ArgumentParser, Any, argparse.ArgumentParser]:
+    """The top-level parser, its (empty) subparsers action and the common options."""
     common = _common_options()
     parser = _Parser(
         prog="roundtable",
@@ -59,9 +60,42 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     commands.required = True
+    return parser, commands, common
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, with every command module's subcommands; or, for top-level ``command``,
+    one with only its module's (it parses that command's lines exactly as the full one does)."""
+    parser, commands, common = _top_parser()
     for module in command_modules(command):
         module.register(commands, common)
     return parser
+
+
+def summary_parser() -> argparse.ArgumentParser:
+    """The top-level parser as its help shows it: every command with its one line
+    (:data:`~supervisor.cli.commands.SUMMARIES`) and nothing under it, so ``roundtable --help`` and
+    bare ``roundtable`` import and build no command module. Its help is the full parser's, word for
+    word (``tests/supervisor/cli/test_command_parser.py``)."""
+    parser, commands, _ = _top_parser()
+    for name, summary in SUMMARIES.items():
+        commands.add_parser(name, help=summary)
+    return parser
+
+
+def asks_top_help(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` asks for the top-level help and nothing else: ``-h``/``--help`` among the
+    common flags, spelt out whole, before any command."""
+    items, asked = iter(argv), False
+    for item in items:
+        if item in ("-h", "--help"):
+            asked = True
+        elif item == "--root":
+            if next(items, None) is None:
+                return False
+        elif item not in ("--json", "-v", "--verbose") and not item.startswith("--root="):
+            return False
+    return asked
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
@@ -93,11 +127,12 @@ def main(argv: Sequence[str] | None = None, *, exit_when_answered: bool = False)
     if not args_list:
         # Bare `roundtable`: the whole help, on stderr with status 2, as argparse treats a missing
         # command (a usage error), so a script that forgot its command still fails.
-        build_parser().print_help(sys.stderr)
+        summary_parser().print_help(sys.stderr)
         return 2
     as_json = _wants_json(args_list)
     try:
-        args = build_parser(command_word(args_list)).parse_args(args_list)
+        parser = summary_parser() if asks_top_help(args_list) else build_parser(command_word(args_list))
+        args = parser.parse_args(args_list)
     except _UsageError as exc:
         emit_error(InvalidArgument(str(exc)), as_json=as_json)
         return 2

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import importlib
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from store import lazy_exports
 
 if TYPE_CHECKING:
+    import argparse
+
     from supervisor.cli.commands._oracle import cited_warnings
 
-__all__ = ["COMMANDS", "cited_warnings", "command_modules"]
+__all__ = ["COMMANDS", "SUMMARIES", "add_command", "cited_warnings", "command_modules"]
 
 COMMANDS: Final = MappingProxyType(
     {
@@ -30,6 +32,37 @@ COMMANDS: Final = MappingProxyType(
     }
 )
 """Each command module, in the order the help lists them, and the top-level commands it registers."""
+
+SUMMARIES: Final = MappingProxyType(
+    {
+        "init": "create .roundtable/ (idempotent)",
+        "demo": "the whole story in a scratch project: memory, proposal, oracle, timeline",
+        "memory": "record, query and curate project memory",
+        "mcp": "serve the MCP tools",
+        "image": "the role container image",
+        "doctor": "check Docker, the role image, the runtime dir and the database",
+        "token": "operator and agent tokens for HTTP",
+        "capability": "role capabilities bound to a proposal",
+        "serve": "MCP over streamable HTTP at /mcp (bearer tokens)",
+        "task": "create and read tasks",
+        "proposal": "propose patches and attach new versions",
+        "review": "review rounds",
+        "vote": "cast and list votes",
+        "decision": "record immutable decisions",
+        "patch": "validate, apply or reject a proposal's patch",
+        "timeline": "a proposal's timeline, oldest first",
+        "gc": "after a crash: remove orphaned patch files, roll back interrupted applies",
+        "oracle": "the MemoryOracle (advisory reviewer)",
+    }
+)
+"""Each top-level command's one line in the help, in the order the help lists them: the top-level
+help is built from it alone, importing no command module (:func:`supervisor.cli._main.summary_parser`)."""
+
+
+def add_command(commands: Any, name: str, common: argparse.ArgumentParser) -> Any:
+    """Add top-level command ``name`` to ``commands`` (a subparsers action), its help from
+    :data:`SUMMARIES`, with the common options; return its parser."""
+    return commands.add_parser(name, parents=[common], help=SUMMARIES[name])
 
 
 def command_modules(command: str | None = None) -> list[ModuleType]:

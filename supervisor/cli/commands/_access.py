@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from supervisor.cli import _render_access as _render
 from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._project import open_project, open_services, resolve_id
+from supervisor.cli.commands import add_command
 from supervisor.cli.commands._mcp import add_tool_names_option
 
 if TYPE_CHECKING:
@@ -222,7 +223,7 @@ def _capability_roles() -> list[str]:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``token``, ``capability`` and ``serve``."""
-    token = commands.add_parser("token", parents=[common], help="operator and agent tokens for HTTP")
+    token = add_command(commands, "token", common)
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", parser_class=type(token))
     token_sub.required = True
     create = token_sub.add_parser(
@@ -249,9 +250,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     revoke.add_argument("token_id")
     revoke.set_defaults(handler=_token_revoke, render=_render.render_token_revoked)
 
-    capability = commands.add_parser(
-        "capability", parents=[common], help="role capabilities bound to a proposal"
-    )
+    capability = add_command(commands, "capability", common)
     cap_sub = capability.add_subparsers(
         dest="capability_command", metavar="ACTION", parser_class=type(capability)
     )
@@ -271,9 +270,7 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     cap_list.add_argument("--active", action="store_true", help="only grants neither expired nor revoked")
     cap_list.set_defaults(handler=_capability_list, render=_render.render_grant_list)
 
-    serve = commands.add_parser(
-        "serve", parents=[common], help="MCP over streamable HTTP at /mcp (bearer tokens)"
-    )
+    serve = add_command(commands, "serve", common)
     serve.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1)")
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 picks one)"

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from store.errors import NotInitialized, RoundtableError
+from supervisor.cli.commands import add_command
 
 __all__ = ["register"]
 
@@ -141,7 +142,7 @@ def _check_database(root: str | None) -> dict[str, Any]:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``image build``, ``image build-example`` and ``doctor``."""
-    image = commands.add_parser("image", parents=[common], help="the role container image")
+    image = add_command(commands, "image", common)
     sub = image.add_subparsers(dest="image_command", metavar="ACTION", parser_class=type(image))
     sub.required = True
     build = sub.add_parser("build", parents=[common], help="build the role image (skipped when up to date)")
@@ -156,7 +157,5 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     example.add_argument("--tag", help="the image tag (default: roundtable-example-agent:<version>)")
     example.set_defaults(handler=_build_example)
 
-    doctor = commands.add_parser(
-        "doctor", parents=[common], help="check Docker, the role image, the runtime dir and the database"
-    )
+    doctor = add_command(commands, "doctor", common)
     doctor.set_defaults(handler=_doctor)

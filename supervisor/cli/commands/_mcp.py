@@ -12,6 +12,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from supervisor.cli._project import open_services
+from supervisor.cli.commands import add_command
 
 if TYPE_CHECKING:
     from capabilities.principals import Principal
@@ -62,7 +63,7 @@ def _agent(store: Store, agent_id: str) -> Principal:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``mcp stdio``."""
-    mcp = commands.add_parser("mcp", parents=[common], help="serve the MCP tools")
+    mcp = add_command(commands, "mcp", common)
     sub = mcp.add_subparsers(dest="mcp_command", metavar="TRANSPORT", parser_class=type(mcp))
     sub.required = True
     stdio = sub.add_parser("stdio", parents=[common], help="MCP over stdin/stdout for the local operator")

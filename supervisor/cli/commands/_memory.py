@@ -11,6 +11,7 @@ from typing import Any
 
 from store import parse_json
 from supervisor.cli._project import run_operator_tool
+from supervisor.cli.commands import add_command
 
 __all__ = ["register"]
 
@@ -82,7 +83,7 @@ async def _mark_stale(args: argparse.Namespace) -> dict[str, Any]:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``memory`` and its subcommands."""
-    memory = commands.add_parser("memory", parents=[common], help="record, query and curate project memory")
+    memory = add_command(commands, "memory", common)
     sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", parser_class=type(memory))
     sub.required = True
 

@@ -24,7 +24,7 @@ from supervisor.cli._background import (
 )
 from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._launch_text import end_when_answered, oracle_launch_answer
-from supervisor.cli.commands import _oracle_feedback
+from supervisor.cli.commands import _oracle_feedback, add_command
 
 if TYPE_CHECKING:
     from store import Store
@@ -119,7 +119,7 @@ def _providers() -> list[str]:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``oracle launch``."""
-    oracle = commands.add_parser("oracle", parents=[common], help="the MemoryOracle (advisory reviewer)")
+    oracle = add_command(commands, "oracle", common)
     sub = oracle.add_subparsers(dest="oracle_command", metavar="ACTION", parser_class=type(oracle))
     sub.required = True
     launch = sub.add_parser(

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from supervisor.cli.commands import add_command
+
 __all__ = ["register"]
 
 
@@ -55,7 +57,7 @@ def _render_demo(body: dict[str, Any]) -> str:
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
     """Add ``init`` and ``demo``."""
-    init = commands.add_parser("init", parents=[common], help="create .roundtable/ (idempotent)")
+    init = add_command(commands, "init", common)
     init.add_argument(
         "--gitignore",
         action="store_true",
@@ -63,10 +65,6 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     init.set_defaults(handler=_init)
 
-    demo = commands.add_parser(
-        "demo",
-        parents=[common],
-        help="the whole story in a scratch project: memory, proposal, oracle, timeline",
-    )
+    demo = add_command(commands, "demo", common)
     demo.add_argument("--keep", action="store_true", help="keep the scratch directory and print its path")
     demo.set_defaults(handler=_demo, render=_render_demo)

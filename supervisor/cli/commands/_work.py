@@ -18,7 +18,7 @@ from store.errors import InvalidArgument
 from supervisor.cli import _render
 from supervisor.cli._project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.cli._timeline_text import render_timeline
-from supervisor.cli.commands import _review
+from supervisor.cli.commands import _review, add_command
 
 __all__ = ["register"]
 
@@ -196,8 +196,8 @@ async def _gc(args: argparse.Namespace) -> dict[str, Any]:
 # -- parsers -----------------------------------------------------------------------------------
 
 
-def _group(commands: Any, common: argparse.ArgumentParser, name: str, help_text: str) -> Any:
-    parser = commands.add_parser(name, parents=[common], help=help_text)
+def _group(commands: Any, common: argparse.ArgumentParser, name: str) -> Any:
+    parser = add_command(commands, name, common)
     sub = parser.add_subparsers(dest=f"{name}_command", metavar="ACTION", parser_class=type(parser))
     sub.required = True
     return sub
@@ -209,7 +209,7 @@ def _paging(parser: argparse.ArgumentParser) -> None:
 
 
 def _register_tasks(commands: Any, common: argparse.ArgumentParser) -> None:
-    sub = _group(commands, common, "task", "create and read tasks")
+    sub = _group(commands, common, "task")
     create = sub.add_parser("create", parents=[common], help="create a task")
     create.add_argument("--title", required=True)
     create.add_argument("--body", "--body-md", dest="body", help="Markdown description")
@@ -227,7 +227,7 @@ def _register_tasks(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _register_proposals(commands: Any, common: argparse.ArgumentParser) -> None:
-    sub = _group(commands, common, "proposal", "propose patches and attach new versions")
+    sub = _group(commands, common, "proposal")
     create = sub.add_parser("create", parents=[common], help="propose a patch for a task")
     create.add_argument("--task", required=True, metavar="T")
     create.add_argument("--agent", required=True, metavar="A", help="the authoring agent (a roster entry)")
@@ -256,13 +256,13 @@ def _register_proposals(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
-    sub = _group(commands, common, "review", "review rounds")
+    sub = _group(commands, common, "review")
     request = sub.add_parser("request", parents=[common], help="open a review round; starts no process")
     request.add_argument("proposal_id", metavar="P")
     request.set_defaults(handler=_review_request, render=_render.render_review_round)
     _review.register_subcommands(sub, common)
 
-    sub = _group(commands, common, "vote", "cast and list votes")
+    sub = _group(commands, common, "vote")
     cast = sub.add_parser("cast", parents=[common], help="cast a vote on the current patch version")
     cast.add_argument("proposal_id", metavar="P")
     cast.add_argument("--agent", required=True, metavar="A", help="the voting agent")
@@ -280,7 +280,7 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
     listing.add_argument("--counting", action="store_true", help="only the votes that count now")
     listing.set_defaults(handler=_vote_list, render=_render.render_vote_list)
 
-    sub = _group(commands, common, "decision", "record immutable decisions")
+    sub = _group(commands, common, "decision")
     record = sub.add_parser("record", parents=[common], help="record a decision about a proposal or a task")
     record.add_argument("--proposal", metavar="P")
     record.add_argument("--task", metavar="T")
@@ -291,7 +291,7 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _register_patches(commands: Any, common: argparse.ArgumentParser) -> None:
-    sub = _group(commands, common, "patch", "validate, apply or reject a proposal's patch")
+    sub = _group(commands, common, "patch")
     validate = sub.add_parser(
         "validate", parents=[common], help="check the patch against the project (no change)"
     )
@@ -315,14 +315,10 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     _register_proposals(commands, common)
     _register_reviews(commands, common)
     _register_patches(commands, common)
-    timeline = commands.add_parser("timeline", parents=[common], help="a proposal's timeline, oldest first")
+    timeline = add_command(commands, "timeline", common)
     timeline.add_argument("proposal_id", metavar="P")
     timeline.set_defaults(handler=_timeline)
-    gc = commands.add_parser(
-        "gc",
-        parents=[common],
-        help="after a crash: remove orphaned patch files, roll back interrupted applies",
-    )
+    gc = add_command(commands, "gc", common)
     gc.add_argument(
         "--grace",
         type=float,

@@ -10,8 +10,16 @@ import io
 
 import pytest
 
-from supervisor.cli._main import _common_options, _Parser, _UsageError, build_parser, command_word
-from supervisor.cli.commands import COMMANDS, command_modules
+from supervisor.cli._main import (
+    _common_options,
+    _Parser,
+    _UsageError,
+    asks_top_help,
+    build_parser,
+    command_word,
+    summary_parser,
+)
+from supervisor.cli.commands import COMMANDS, SUMMARIES, command_modules
 
 
 def _registered(module_name: str) -> tuple[str, ...]:
@@ -81,3 +89,31 @@ def test_a_command_parses_as_the_full_parser_parses_it(argv: list[str]) -> None:
     word = command_word(argv)
     assert word is not None
     assert _outcome(build_parser(word), argv) == _outcome(build_parser(), argv)
+
+
+def test_the_top_level_help_is_the_full_parsers_word_for_word() -> None:
+    """``roundtable --help`` is built from SUMMARIES alone: every command, in order, with the line
+    its module's parser carries, so the two helps are one text."""
+    assert tuple(SUMMARIES) == tuple(c for commands in COMMANDS.values() for c in commands)
+    assert summary_parser().format_help() == build_parser().format_help()
+    assert summary_parser().format_usage() == build_parser().format_usage()
+    assert _outcome(summary_parser(), ["--help"]) == _outcome(build_parser(), ["--help"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "asks"),
+    [
+        (["--help"], True),
+        (["-h"], True),
+        (["--json", "--root", "x", "-v", "--help"], True),
+        (["--root=x", "-h"], True),
+        ([], False),
+        (["--json"], False),
+        (["task", "--help"], False),
+        (["--help", "task"], False),  # the full parser answers it (with the same top-level help)
+        (["--root"], False),
+        (["--ro", "x", "--help"], False),  # an abbreviation: the full parser reads it
+    ],
+)
+def test_what_asks_for_the_top_level_help(argv: list[str], asks: bool) -> None:
+    assert asks_top_help(argv) is asks

@@ -158,6 +158,15 @@ def test_help_and_usage_errors_import_only_the_parser(argv: list[str], code: int
     assert not offenders, f"`roundtable {' '.join(argv)}` imports what only commands need: {offenders}"
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["-h", "--json"], []], ids=["help", "h-json", "bare"])
+def test_the_top_level_help_imports_no_command_module(argv: list[str], tmp_path: Path) -> None:
+    """Its lines come from ``supervisor.cli.commands.SUMMARIES``: no command module is imported."""
+    status, modules = _imported(argv, tmp_path)
+    assert status == (2 if not argv else 0)
+    built = sorted(m for m in modules if m.startswith("supervisor.cli.commands."))
+    assert not built, f"`roundtable {' '.join(argv)}` imports command modules: {built}"
+
+
 @pytest.mark.parametrize(
     ("argv", "needs"),
     [
