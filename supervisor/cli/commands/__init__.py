@@ -8,6 +8,7 @@ building the others (:func:`command_modules`; a test holds each module to its en
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Final
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 
     from supervisor.cli.commands._oracle import cited_warnings
 
-__all__ = ["COMMANDS", "SUMMARIES", "add_command", "cited_warnings", "command_modules"]
+__all__ = ["COMMANDS", "SUMMARIES", "LazyRenderer", "add_command", "cited_warnings", "command_modules"]
 
 COMMANDS: Final = MappingProxyType(
     {
@@ -57,6 +58,41 @@ SUMMARIES: Final = MappingProxyType(
 )
 """Each top-level command's one line in the help, in the order the help lists them: the top-level
 help is built from it alone, importing no command module (:func:`supervisor.cli._main.summary_parser`)."""
+
+
+class LazyRenderer:
+    """A command's renderer (``set_defaults(render=...)``): the function ``name`` of the CLI module
+    ``module`` (``_render``, ``_render_access``), imported when an answer is first rendered rather
+    than when the command's parser is built (the tables' module imports ``dataclasses``, which costs
+    more than the rest of a group's ``--help``)."""
+
+    __slots__ = ("module", "name")
+
+    def __init__(self, module: str, name: str):
+        self.module, self.name = module, name
+
+    def __eq__(self, other: object) -> bool:
+        """The same renderer: the same module and function."""
+        if not isinstance(other, LazyRenderer):
+            return NotImplemented
+        return (self.module, self.name) == (other.module, other.name)
+
+    def __hash__(self) -> int:
+        return hash((self.module, self.name))
+
+    def __repr__(self) -> str:
+        return f"LazyRenderer({self.module!r}, {self.name!r})"
+
+    def resolve(self) -> Callable[[dict[str, Any]], str]:
+        """The renderer itself, its module imported."""
+        function: Callable[[dict[str, Any]], str] = getattr(
+            importlib.import_module(f"supervisor.cli.{self.module}"), self.name
+        )
+        return function
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        """Render ``body`` (a command's answer) as text."""
+        return self.resolve()(body)
 
 
 def add_command(commands: Any, name: str, common: argparse.ArgumentParser) -> Any:

@@ -19,10 +19,9 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from supervisor.cli import _render_access as _render
 from supervisor.cli._choices import add_lazy_choice
 from supervisor.cli._project import open_project, open_services, resolve_id
-from supervisor.cli.commands import add_command
+from supervisor.cli.commands import LazyRenderer, add_command
 from supervisor.cli.commands._mcp import add_tool_names_option
 
 if TYPE_CHECKING:
@@ -241,14 +240,14 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="bind the token to this roster agent ([agents]): it acts as that agent, with its role's tools",
     )
     create.add_argument("--ttl", type=_ttl, default=None, help="seconds until it expires (default: never)")
-    create.set_defaults(handler=_token_create, render=_render.render_token)
+    create.set_defaults(handler=_token_create, render=LazyRenderer("_render_access", "render_token"))
     listing = token_sub.add_parser(
         "list", parents=[common], help="operator and agent tokens (never the tokens)"
     )
-    listing.set_defaults(handler=_token_list, render=_render.render_token_list)
+    listing.set_defaults(handler=_token_list, render=LazyRenderer("_render_access", "render_token_list"))
     revoke = token_sub.add_parser("revoke", parents=[common], help="revoke an operator or agent token")
     revoke.add_argument("token_id")
-    revoke.set_defaults(handler=_token_revoke, render=_render.render_token_revoked)
+    revoke.set_defaults(handler=_token_revoke, render=LazyRenderer("_render_access", "render_token_revoked"))
 
     capability = add_command(commands, "capability", common)
     cap_sub = capability.add_subparsers(
@@ -260,15 +259,19 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
     add_lazy_choice(grant, "--role", load=_capability_roles, required=True)
     # default None, filled in by the handler: the default lives in store.access, not imported here.
     grant.add_argument("--ttl", type=_ttl, default=None, metavar="SECONDS")
-    grant.set_defaults(handler=_capability_grant, render=_render.render_grant)
+    grant.set_defaults(handler=_capability_grant, render=LazyRenderer("_render_access", "render_grant"))
     cap_revoke = cap_sub.add_parser("revoke", parents=[common], help="revoke a capability")
     cap_revoke.add_argument("grant_id")
     cap_revoke.add_argument("--reason", default="revoked by operator")
-    cap_revoke.set_defaults(handler=_capability_revoke, render=_render.render_grant_revoked)
+    cap_revoke.set_defaults(
+        handler=_capability_revoke, render=LazyRenderer("_render_access", "render_grant_revoked")
+    )
     cap_list = cap_sub.add_parser("list", parents=[common], help="capability grants, newest first")
     cap_list.add_argument("--proposal", default=None, metavar="P")
     cap_list.add_argument("--active", action="store_true", help="only grants neither expired nor revoked")
-    cap_list.set_defaults(handler=_capability_list, render=_render.render_grant_list)
+    cap_list.set_defaults(
+        handler=_capability_list, render=LazyRenderer("_render_access", "render_grant_list")
+    )
 
     serve = add_command(commands, "serve", common)
     serve.add_argument("--host", default="127.0.0.1", help="TCP address (default 127.0.0.1)")
@@ -304,4 +307,4 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         help="an extra Host header value to accept (host or host:*), for remote clients",
     )
     add_tool_names_option(serve)
-    serve.set_defaults(handler=_serve, render=_render.render_stopped)
+    serve.set_defaults(handler=_serve, render=LazyRenderer("_render_access", "render_stopped"))

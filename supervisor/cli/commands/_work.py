@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from store.errors import InvalidArgument
-from supervisor.cli import _render
 from supervisor.cli._project import open_project, open_services, operator_call, run_operator_tool
 from supervisor.cli._timeline_text import render_timeline
-from supervisor.cli.commands import _review, add_command
+from supervisor.cli.commands import LazyRenderer, _review, add_command
 
 __all__ = ["register"]
 
@@ -216,14 +215,14 @@ def _register_tasks(commands: Any, common: argparse.ArgumentParser) -> None:
     create.add_argument("--priority", help="low, normal, high or urgent")
     create.add_argument("--risk", help="low, normal, high or critical (the default risk of its proposals)")
     create.add_argument("--assignee", help="the agent the task is assigned to")
-    create.set_defaults(handler=_task_create, render=_render.render_task)
+    create.set_defaults(handler=_task_create, render=LazyRenderer("_render", "render_task"))
     get = sub.add_parser("get", parents=[common], help="one task and its proposals")
     get.add_argument("task_id", metavar="T")
-    get.set_defaults(handler=_task_get, render=_render.render_task_get)
+    get.set_defaults(handler=_task_get, render=LazyRenderer("_render", "render_task_get"))
     listing = sub.add_parser("list", parents=[common], help="tasks, oldest first")
     listing.add_argument("--status")
     _paging(listing)
-    listing.set_defaults(handler=_task_list, render=_render.render_task_list)
+    listing.set_defaults(handler=_task_list, render=LazyRenderer("_render", "render_task_list"))
 
 
 def _register_proposals(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -240,26 +239,26 @@ def _register_proposals(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     create.add_argument("--expected-test", action="append", metavar="TEST", help="an expected test (repeat)")
     create.add_argument("--rollback-notes", metavar="TEXT", help="how to roll the change back")
-    create.set_defaults(handler=_proposal_create, render=_render.render_proposal_created)
+    create.set_defaults(handler=_proposal_create, render=LazyRenderer("_render", "render_proposal_created"))
     attach = sub.add_parser("attach-patch", parents=[common], help="attach a new immutable patch version")
     attach.add_argument("proposal_id", metavar="P")
     attach.add_argument("--patch", required=True, metavar="FILE", help="the unified diff ('-': stdin)")
-    attach.set_defaults(handler=_proposal_attach, render=_render.render_attached)
+    attach.set_defaults(handler=_proposal_attach, render=LazyRenderer("_render", "render_attached"))
     get = sub.add_parser("get", parents=[common], help="one proposal with every patch version")
     get.add_argument("proposal_id", metavar="P")
-    get.set_defaults(handler=_proposal_get, render=_render.render_proposal)
+    get.set_defaults(handler=_proposal_get, render=LazyRenderer("_render", "render_proposal"))
     listing = sub.add_parser("list", parents=[common], help="proposals, oldest first")
     listing.add_argument("--task", metavar="T")
     listing.add_argument("--status")
     _paging(listing)
-    listing.set_defaults(handler=_proposal_list, render=_render.render_proposal_list)
+    listing.set_defaults(handler=_proposal_list, render=LazyRenderer("_render", "render_proposal_list"))
 
 
 def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
     sub = _group(commands, common, "review")
     request = sub.add_parser("request", parents=[common], help="open a review round; starts no process")
     request.add_argument("proposal_id", metavar="P")
-    request.set_defaults(handler=_review_request, render=_render.render_review_round)
+    request.set_defaults(handler=_review_request, render=LazyRenderer("_render", "render_review_round"))
     _review.register_subcommands(sub, common)
 
     sub = _group(commands, common, "vote")
@@ -273,12 +272,12 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
         help="approve, approve_with_notes, revise, reject, veto, abstain",
     )
     cast.add_argument("--reason", required=True, metavar="R", help="why (Markdown)")
-    cast.set_defaults(handler=_vote_cast, render=_render.render_vote)
+    cast.set_defaults(handler=_vote_cast, render=LazyRenderer("_render", "render_vote"))
     listing = sub.add_parser("list", parents=[common], help="every vote, with whether it counts now")
     listing.add_argument("proposal_id", metavar="P")
     listing.add_argument("--version", type=int, help="only votes on this patch version")
     listing.add_argument("--counting", action="store_true", help="only the votes that count now")
-    listing.set_defaults(handler=_vote_list, render=_render.render_vote_list)
+    listing.set_defaults(handler=_vote_list, render=LazyRenderer("_render", "render_vote_list"))
 
     sub = _group(commands, common, "decision")
     record = sub.add_parser("record", parents=[common], help="record a decision about a proposal or a task")
@@ -287,7 +286,7 @@ def _register_reviews(commands: Any, common: argparse.ArgumentParser) -> None:
     record.add_argument("--outcome", required=True, help="accepted, rejected, withdrawn, deferred or noted")
     record.add_argument("--rationale", required=True, help="the decision and its reasons (Markdown)")
     record.add_argument("--supersedes", metavar="D", help="the decision this one replaces")
-    record.set_defaults(handler=_decision_record, render=_render.render_decision)
+    record.set_defaults(handler=_decision_record, render=LazyRenderer("_render", "render_decision"))
 
 
 def _register_patches(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -297,16 +296,16 @@ def _register_patches(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     validate.add_argument("proposal_id", metavar="P")
     validate.add_argument("--version", type=int, help="a patch version (default: the current one)")
-    validate.set_defaults(handler=_patch_validate, render=_render.render_patch_validate)
+    validate.set_defaults(handler=_patch_validate, render=LazyRenderer("_render", "render_patch_validate"))
     apply = sub.add_parser(
         "apply", parents=[common], help="apply the accepted patch, with rollback on failure"
     )
     apply.add_argument("proposal_id", metavar="P")
-    apply.set_defaults(handler=_patch_apply, render=_render.render_patch_apply)
+    apply.set_defaults(handler=_patch_apply, render=LazyRenderer("_render", "render_patch_apply"))
     reject = sub.add_parser("reject", parents=[common], help="reject the proposal's patch")
     reject.add_argument("proposal_id", metavar="P")
     reject.add_argument("--reason", required=True, metavar="R")
-    reject.set_defaults(handler=_patch_reject, render=_render.render_rejected)
+    reject.set_defaults(handler=_patch_reject, render=LazyRenderer("_render", "render_rejected"))
 
 
 def register(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -326,4 +325,4 @@ def register(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="keep files younger than this (default 60)",
     )
-    gc.set_defaults(handler=_gc, render=_render.render_gc)
+    gc.set_defaults(handler=_gc, render=LazyRenderer("_render", "render_gc"))

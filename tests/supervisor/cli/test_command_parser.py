@@ -19,7 +19,7 @@ from supervisor.cli._main import (
     command_word,
     summary_parser,
 )
-from supervisor.cli.commands import COMMANDS, SUMMARIES, command_modules
+from supervisor.cli.commands import COMMANDS, SUMMARIES, LazyRenderer, command_modules
 
 
 def _registered(module_name: str) -> tuple[str, ...]:
@@ -117,3 +117,26 @@ def test_the_top_level_help_is_the_full_parsers_word_for_word() -> None:
 )
 def test_what_asks_for_the_top_level_help(argv: list[str], asks: bool) -> None:
     assert asks_top_help(argv) is asks
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
+
+def test_every_lazy_renderer_names_a_renderer() -> None:
+    """Renderers are imported when an answer is rendered: a misspelt one would fail only then, so
+    each is resolved here."""
+    lazy = [p._defaults["render"] for p in _parsers(build_parser()) if "render" in p._defaults]
+    named = [r for r in lazy if isinstance(r, LazyRenderer)]
+    assert len(named) >= 20
+    for renderer in named:
+        assert callable(renderer.resolve()), (renderer.module, renderer.name)
+    task = {"id": "t1", "title": "T", "status": "open", "priority": "normal", "risk": "low"}
+    assert LazyRenderer("_render", "render_task")({"task": task}).startswith("task t1 'T' created")
+    with pytest.raises(AttributeError):
+        LazyRenderer("_render", "render_no_such_thing").resolve()
