@@ -52,6 +52,7 @@ from store.config import package_version
 from supervisor.cli._demo import DEMO_PATCH
 from supervisor.cli._handoff import hand_off
 from supervisor.cli._project import operator_call
+from supervisor.launch import supervisor_id_for
 
 _BATCH = 8
 _HERE = Path(__file__).resolve().parents[1]
@@ -129,6 +130,21 @@ def _pool_ready(root: Path) -> int:
     return int(answer["ready"])
 
 
+def _settled(root: Path, timeout: float = 60.0) -> None:
+    """Wait until the project's only containers are its pool's, running (claimed ones removed)."""
+    label = f"label=roundtable.supervisor={supervisor_id_for(root)}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = subprocess.run(
+            ["docker", "ps", "-a", "--filter", label, "--format", "{{.State}} {{.Labels}}"],
+            capture_output=True, text=True, check=True,
+        ).stdout.split("\n")  # fmt: skip
+        if all(line.startswith("running ") and "roundtable.pool=" in line for line in filter(None, states)):
+            return
+        time.sleep(0.05)  # the engine has no event for "nothing left to remove": poll it
+    raise SystemExit("the serve's containers did not settle")
+
+
 def _launch(root: Path, tree: Path, proposal_id: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "supervisor", "oracle", "launch", proposal_id, "--wait", "--json",
@@ -189,6 +205,8 @@ def _rounds(tree: _Tree) -> None:
     with tree.cpu.measure():
         started = time.perf_counter()
         tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
+    tree.ready()
+    _settled(tree.root)  # the round's refills and removals done: what the idle interval sees is not ours
     tree.floor.idle(tree.at_once[-1])
 
 
