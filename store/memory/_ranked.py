@@ -251,18 +251,25 @@ class _Walk:
         return info is not None and not info[0]
 
     def _probe(self, docs: list[int]) -> None:
-        """The exact scores of ``docs`` from their stored terms."""
-        pairs = list(zip(_keys(self.terms), self.weights, strict=True))
+        """The exact scores of ``docs`` from their stored terms (a term's impact is taken from its
+        prefix when the entry is in it, and is none when its list is whole and the entry not in
+        it: only the other terms are looked for in the stored terms)."""
+        terms = list(zip(_keys(self.terms), self.weights, self.maps, self.whole, strict=True))
         sql = f"SELECT doc, length, terms FROM memory_rank_docs WHERE doc IN ({_marks(len(docs))})"
         exact = self.exact
         for doc, length, stored in self.conn.execute(sql, docs):
-            # score(weights, _impacts(...)) inlined: the same sum in the same order, without the
-            # lists (a probe is most of a common pair's query)
+            # score(weights, impacts) inlined: the same sum in the same order, without the lists
+            # (a probe is most of a common pair's query); the impact the list holds is the one
+            # computed here, impact(tf, length), to the bit
             total, length = 0.0, int(length)
-            for key, weight in pairs:
-                tf = _count(stored, key)
-                if tf is not None:
-                    total += weight * impact(tf, length)
+            for key, weight, found, whole in terms:
+                value = found.get(doc)
+                if value is None and not whole:
+                    tf = _count(stored, key)
+                    if tf is not None:
+                        value = impact(tf, length)
+                if value is not None:
+                    total += weight * value
             exact[int(doc)] = total
 
     def _fetch(self, docs: Sequence[int]) -> None:

@@ -430,12 +430,18 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(shapes=_SKEWED, query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta"]), min_size=1))
+@given(
+    shapes=_SKEWED,
+    query=st.lists(st.sampled_from(["alpha", "beta", "gamma", "zeta"]), min_size=1),
+    depth=st.sampled_from([0, 1, 2, 512]),
+)
 def test_an_entry_settled_from_its_stored_terms_scores_what_the_ranking_function_says(
-    shared_store: Store, shapes: list[tuple[int, int, int, int]], query: list[str]
+    shared_store: Store, shapes: list[tuple[int, int, int, int]], query: list[str], depth: int
 ) -> None:
     """The probe (an entry's exact score read from its stored terms, not from the lists) gives
-    every entry, to the bit, the score of its terms' counts and its length by the function."""
+    every entry, to the bit, the score of its terms' counts and its length by the function:
+    with no prefix read, and after prefixes of ``depth`` postings (whose impacts it takes, and
+    whose whole lists it does not search the stored terms for)."""
     store = shared_store
     _reset(store)
     titles = [
@@ -450,6 +456,8 @@ def test_an_entry_settled_from_its_stored_terms_scores_what_the_ranking_function
 
     def probed(conn: Any) -> tuple[dict[int, float], dict[int, float]]:
         walk = _ranked._Walk(conn, terms, weights, MemoryFilter(None, None, None, False, 10))
+        if depth:
+            walk._read(depth)
         rows = conn.execute(
             "SELECT d.doc, m.lc_title, m.lc_body, m.lc_scope, m.lc_kind FROM memory_rank_docs AS d"
             " JOIN memory_entries AS m ON m.id = d.id"
