@@ -163,8 +163,7 @@ class Supervisor:
         await self._drop_prestart(release_lock=False)  # never handed to a pool: not ours to keep
         await anyio.to_thread.run_sync(self._owner.release)  # a lease's release is a store write
         await anyio.to_thread.run_sync(self.runtime.tidy)  # no empty directory left behind
-        closer = getattr(self.launcher, "aclose", None) if self._owns_launcher else None
-        if closer is not None:
+        if (closer := getattr(self.launcher, "aclose", None) if self._owns_launcher else None) is not None:
             await closer()
 
     @asynccontextmanager
