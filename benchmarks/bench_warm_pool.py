@@ -13,7 +13,8 @@ Prints the medians and the ratios: warm launch / bare run (goal <= 0.5), and the
 over 8 in turn (goal >= 3), and beside it the ceiling the container engine's own CPU sets on it on this
 machine (:class:`benchmarks._engine_floor.EngineFloor`: every launch is one container the engine
 creates, starts and removes; on 2 cores that work alone bounds 8 at once from below, and an idle
-interval after each round measures the machine's background). ``--cpu`` also prints where the CPU of the
+interval after each round, once the serve's containers have settled, measures the machine's
+background). ``--cpu`` also prints where the CPU of the
 8-at-once rounds went, per launch: the serve, the 8 commands, the containers, the engine's daemons, the
 rest of the machine (:class:`benchmarks._cpu.CpuMeter`). ``--tree DIR[@IMAGE]`` (repeatable) runs the
 serve and the command of that source tree (``PYTHONPATH``) with that role image (default ``--image``),
