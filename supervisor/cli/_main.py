@@ -83,38 +83,38 @@ def summary_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_HELP = ("-h", "--help")
+_COMMON_FLAGS = ("--json", "-v", "--verbose")
+
+
 def asks_top_help(argv: Sequence[str]) -> bool:
     """Whether ``argv`` asks for the top-level help and nothing else: ``-h``/``--help`` among the
     common flags, spelt out whole, before any command."""
-    items, asked = iter(argv), False
-    for item in items:
-        if item in ("-h", "--help"):
-            asked = True
-        elif item == "--root":
-            if next(items, None) is None:
-                return False
-        elif item not in ("--json", "-v", "--verbose") and not item.startswith("--root="):
-            return False
-    return asked
+    return _first_other(argv) in _HELP and _first_other(argv, skip=_HELP) is None
 
 
 def _wants_json(argv: Sequence[str]) -> bool:
     return "--json" in argv
 
 
+def _first_other(argv: Sequence[str], skip: tuple[str, ...] = ()) -> str | None:
+    """The first item of ``argv`` that is neither a common flag spelt out whole nor in ``skip``;
+    ``--root`` when that flag is last, with no value; None when there is no other item."""
+    items = iter(argv)
+    for item in items:
+        if item == "--root":
+            if next(items, None) is None:
+                return item
+        elif item not in _COMMON_FLAGS and item not in skip and not item.startswith("--root="):
+            return item
+    return None
+
+
 def command_word(argv: Sequence[str]) -> str | None:
     """The top-level command ``argv`` names, when only the common flags, spelt out whole, stand
     before it (else None: the full parser reads it, abbreviations and all)."""
-    items = iter(argv)
-    for item in items:
-        if item in ("--json", "-v", "--verbose") or item.startswith("--root="):
-            continue
-        if item == "--root":
-            if next(items, None) is None:
-                return None
-            continue
-        return None if item.startswith("-") else item
-    return None
+    item = _first_other(argv)
+    return None if item is None or item.startswith("-") else item
 
 
 def main(argv: Sequence[str] | None = None, *, exit_when_answered: bool = False) -> int:

@@ -23,6 +23,8 @@ from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from supervisor.launch._runtime_dir import made_in_directory
+
 if TYPE_CHECKING:
     from store import Store
     from supervisor.launch._lease import OwnerLease
@@ -30,8 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["OwnerLock", "Ownership", "live_owners", "owner_directory", "owner_for"]
 
 _NAME = re.compile(r"[0-9]+-[0-9a-f]{8}")
-_ATTEMPTS = 3
-"""How many times the lock file is made again when a peer that ended tidied its directory away."""
 
 
 class OwnerLock:
@@ -59,14 +59,10 @@ class OwnerLock:
         launch's prestart took it for this supervisor: :mod:`supervisor.docker._prestart`), nothing."""
         if self._fd is not None:
             return
-        for attempt in range(_ATTEMPTS):
-            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-                break
-            except FileNotFoundError:  # a peer that ended tidied the directory away meanwhile
-                if attempt == _ATTEMPTS - 1:
-                    raise
+        fd = made_in_directory(
+            lambda: self.directory.mkdir(mode=0o700, parents=True, exist_ok=True),
+            lambda: os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600),
+        )
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._fd = fd
 

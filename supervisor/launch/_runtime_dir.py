@@ -34,9 +34,10 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from store.errors import InternalError, InvalidArgument
 
@@ -218,7 +219,22 @@ def _ignore_vanished(
 
 
 _ATTEMPTS = 3
-"""How many times a directory is made again when a peer tidied its parent away meanwhile."""
+"""How many times a directory is made again when a peer tidied it away meanwhile."""
+_T = TypeVar("_T")
+
+
+def made_in_directory(ensure: Callable[[], object], make: Callable[[], _T]) -> _T:
+    """``make()`` (create something in a directory) after ``ensure()`` (create the directory), the
+    two again when another supervisor of this project ended and tidied the directory away between
+    them (:meth:`RuntimeRoot.tidy`, :meth:`~supervisor.launch._ownership.OwnerLock.release`)."""
+    for _ in range(_ATTEMPTS - 1):
+        ensure()
+        try:
+            return make()
+        except FileNotFoundError:
+            continue
+    ensure()
+    return make()
 
 
 class RuntimeRoot:
@@ -249,16 +265,8 @@ class RuntimeRoot:
     def create(self, launch_id: str) -> LaunchRuntimeDir:
         """A fresh, empty runtime directory for ``launch_id``, owned as the module docstring says."""
         path = self.path / launch_suffix(launch_id)
-        for attempt in range(_ATTEMPTS):
-            self.ensure()
-            try:
-                os.mkdir(path, 0o700)  # a leftover with this random name would be a bug: let it raise
-                break
-            except FileNotFoundError:
-                # Another supervisor of this project ended and tidied the directory away between
-                # ensure() and here (:meth:`tidy`): make it again.
-                if attempt == _ATTEMPTS - 1:
-                    raise
+        # A leftover with this random name would be a bug: let FileExistsError raise.
+        made_in_directory(self.ensure, lambda: os.mkdir(path, 0o700))
         if _running_as_root():
             os.chown(path, CONTAINER_UID, CONTAINER_GID)
             os.chmod(path, 0o500)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from store import lazy_exports
 
@@ -60,28 +60,14 @@ SUMMARIES: Final = MappingProxyType(
 help is built from it alone, importing no command module (:func:`supervisor.cli._main.summary_parser`)."""
 
 
-class LazyRenderer:
+class LazyRenderer(NamedTuple):
     """A command's renderer (``set_defaults(render=...)``): the function ``name`` of the CLI module
     ``module`` (``_render``, ``_render_access``), imported when an answer is first rendered rather
     than when the command's parser is built (the tables' module imports ``dataclasses``, which costs
     more than the rest of a group's ``--help``)."""
 
-    __slots__ = ("module", "name")
-
-    def __init__(self, module: str, name: str):
-        self.module, self.name = module, name
-
-    def __eq__(self, other: object) -> bool:
-        """The same renderer: the same module and function."""
-        if not isinstance(other, LazyRenderer):
-            return NotImplemented
-        return (self.module, self.name) == (other.module, other.name)
-
-    def __hash__(self) -> int:
-        return hash((self.module, self.name))
-
-    def __repr__(self) -> str:
-        return f"LazyRenderer({self.module!r}, {self.name!r})"
+    module: str
+    name: str
 
     def resolve(self) -> Callable[[dict[str, Any]], str]:
         """The renderer itself, its module imported."""
