@@ -4,29 +4,28 @@ The ranking is :mod:`store.memory._rank`'s function; this module finds its best 
 scoring every match. Every term has a list of every entry holding it, best impact first
 (:mod:`._rank_index`), stored in packed blocks (:mod:`._rank_blocks`). The search reads a
 **prefix** of each query term's list (at least :data:`DEPTH` postings, whole blocks, one ordered
-read of a few rows each, unpacked in C) into a map per term; no statement groups or sorts them.
+read of a few rows each) into two numpy arrays per term; no statement groups or sorts them.
 An entry left out of a prefix has an impact of at most the last one read: the prefix's
 **bound** (0 once the list is read whole: the entry does not hold the term). An entry's **upper
 bound** is its impacts in the prefixes plus, for each term whose prefix it is not in, that
-term's bound, summed and raised by :func:`_raised`. The entries in one prefix only have a bound
-that falls with their one impact, so each prefix, walked in its own order and skipping the
-entries in two prefixes or more, yields them best bound first; those are heaped by their bounds
-(computed in C) and taken off lazily; a lazy merge of these streams gives every entry of the
-prefixes best bound first, while only the entries it reaches are looked at. They are settled
-:data:`BLOCK` at a time: the exact score from the maps when every term is in the entry's
-prefixes or its list is whole, else from the entry's stored terms (one read of those rows, no
-JSON parsing); filters (and whether it is a summary) only for the entries that could still
-place. It stops as soon as ``limit`` settled entries that count (pass the filters, are not
+term's bound, summed and raised by :func:`_raised`. Every entry of the prefixes gets its sum
+and its upper bound in a few vectorised passes (:func:`~store.memory._rank_sums.prefix_sums`),
+and they are handed out best upper bound first, sorted a batch at a time
+(:func:`~store.memory._rank_sums.best_first`). They are settled :data:`BLOCK` at a time: the
+exact score is the sum when every term is in the entry's prefixes or its list is whole, else it
+is read from the entry's stored terms (one read of those rows, no JSON parsing, a **probe**);
+the filters (and whether it is a summary) are read best first, only until the last place is
+known. It stops as soon as ``limit`` settled entries that count (pass the filters, are not
 summaries) score above the next upper bound and above what an entry in no prefix at all may
 score (every term at its bound): no entry left can reach the last place, ties included. An early
-stop that drops a better entry would need a stream out of order, which the lists' order rules
-out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
+stop that drops a better entry would need an upper bound below a score, which the lists' order
+rules out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
 When the prefixes cannot settle it (an entry in no prefix could place, or fewer than ``limit``
-entries count: filters that pass few entries, impacts that tie past the prefix), or settling it
-needs more than :data:`PROBES` entries' stored terms (common terms, whose prefixes' bounds stay
-near their heads: reading deeper lowers the bounds and rules those entries out for less), each
-prefix not yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
+entries count: filters that pass few entries, impacts that tie past the prefix), or its probes
+have cost more than reading deeper would (:data:`PROBE_COST`: common terms, whose prefixes'
+bounds stay near their heads; deeper bounds rule those entries out for less), each prefix not
+yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
 filters it settled; once every list is whole it always settles, so no query scores every match
 for want of a list. ``limit`` 0 reads the lists whole and scores every match from them. A scope
 filter reaching fewer than :data:`NARROW` entries is answered by scoring those entries from
@@ -37,34 +36,39 @@ written before the index wait in ``memory_rank_backlog``, the query is answered 
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import json
-from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from store.memory import _rank_blocks
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
 from store.memory._rank_index import RANK_PENDING
+from store.memory._rank_sums import NO_DOCS, NO_IMPACTS, Docs, Impacts, best_first, block_arrays, prefix_sums
 from store.memory._search import MemoryFilter, reach_probe
 
-__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "PROBES", "ranked_ids"]
+__all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "PROBE_COST", "ranked_ids"]
 
 BLOCK = 64
 """Entries of the prefixes settled at a time, best upper bound first."""
 
-DEPTH = 2_048
-"""Postings of each list read first, at least (whole blocks; a shorter list is read whole): on the
-benchmark's realistic corpus it settles most queries of two to four terms at ``limit`` 10 in one
-round; common terms read deeper (:data:`PROBES`)."""
+DEPTH = 8_192
+"""Postings of each list read first, at least (whole blocks; a shorter list is read whole). A
+posting read and summed costs ~1/250 of a probe, so the first read is deep: on the benchmark's
+realistic corpus it settles most queries of two or three terms at ``limit`` 10 in one round
+(2,048 left three common words probing ~300 entries and reading again)."""
 
 GROWTH = 2
 """How many times deeper a prefix is read when the walk cannot stop."""
 
-PROBES = 256
-"""Entries settled from their stored terms (~10 us each) past which a walk reads its prefixes
-deeper instead (a posting read costs ~0.1 us): the deeper bounds rule most of them out."""
+PROBE_COST = 250
+"""What settling one entry from its stored terms costs (two random row reads, ~15-40 us), in
+postings read and summed (~0.1 us each, in numpy). A walk whose probes have cost more than
+reading its open prefixes :data:`GROWTH` times as deep reads deeper instead: the deeper bounds
+settle most of those entries from the lists."""
 
 NARROW = 2_000
 """A scope filter reaching fewer rows than this is answered by evaluating those rows directly."""
@@ -109,59 +113,66 @@ class _Walk:
 
     def __init__(self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter):
         self.conn, self.terms, self.weights, self.filters = conn, terms, weights, filters
-        self.lists: list[list[tuple[array[float], array[int]]]] = [[] for _ in terms]  # blocks read
-        self.counts = [0] * len(terms)  # postings read of each list
-        self.maps: list[dict[int, float]] = [{} for _ in terms]
+        self.impacts: list[Impacts] = [NO_IMPACTS for _ in terms]  # each prefix, in the list's order
+        self.docs: list[Docs] = [NO_DOCS for _ in terms]
+        self.blocks = [0] * len(terms)  # blocks read of each list
         self.whole = [False] * len(terms)
         self.bounds = [0.0] * len(terms)
-        self.multi: set[int] = set()  # the entries in two prefixes or more
         self.exact: dict[int, float] = {}  # exact, so kept from one depth to the next
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
         self.probed = 0  # entries of this depth settled from their stored terms
+        self.deeper = 0  # postings the open prefixes would hold read GROWTH times as deep
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def _read(self, depth: int) -> None:
         """Extend every prefix not yet whole to at least ``depth`` postings, whole blocks at a time."""
         for index, term in enumerate(self.terms):
-            blocks, found = self.lists[index], self.maps[index]
-            while not self.whole[index] and self.counts[index] < depth:
-                wanted = (depth - self.counts[index]) // _rank_blocks.SIZE + 1
-                read = _rank_blocks.read_blocks(self.conn, term, wanted, len(blocks))
-                for data in read:
-                    impacts, docs = _rank_blocks.unpack(data)
-                    blocks.append((impacts, docs))
-                    found.update(zip(docs, impacts, strict=True))
-                    self.counts[index] += len(docs)
+            impacts, docs = [self.impacts[index]], [self.docs[index]]
+            count = len(impacts[0])
+            while not self.whole[index] and count < depth:
+                wanted = (depth - count) // _rank_blocks.SIZE + 1
+                read = _rank_blocks.read_blocks(self.conn, term, wanted, self.blocks[index])
+                for block_impacts, block_docs in map(block_arrays, read):
+                    impacts.append(block_impacts)
+                    docs.append(block_docs)
+                    count += len(block_docs)
+                self.blocks[index] += len(read)
                 self.whole[index] = len(read) < wanted
-            self.bounds[index] = 0.0 if self.whole[index] or not blocks else blocks[-1][0][-1]
-        keys = [found.keys() for found in self.maps]
-        self.multi = set()
-        for index, first in enumerate(keys):
-            for second in keys[index + 1 :]:
-                self.multi |= first & second
+            if len(impacts) > 1:
+                self.impacts[index], self.docs[index] = np.concatenate(impacts), np.concatenate(docs)
+            last = self.impacts[index]
+            self.bounds[index] = 0.0 if self.whole[index] or not len(last) else float(last[-1])
+
+    def _sums(self) -> tuple[Docs, Impacts, Impacts, NDArray[np.bool_]]:
+        return prefix_sums(
+            list(zip(self.docs, self.impacts, strict=True)), self.weights, self.bounds, self.whole
+        )
 
     def everything(self) -> list[tuple[str, float]]:
         """Every match that passes the filters, in order, scored from the whole lists."""
         self._read(_REST)
-        for doc in {doc for found in self.maps for doc in found}:
-            self.exact[doc] = score(self.weights, [found.get(doc) for found in self.maps])
+        found, lower, _, _ = self._sums()
+        self.exact.update(zip(found.tolist(), lower.tolist(), strict=True))
         return self._ordered(list(self.exact))
 
     def run(self, depth: int) -> list[tuple[str, float]] | None:
         """The answer from prefixes of ``depth`` postings, or ``None`` when they cannot settle it."""
         self._read(depth)
         self._restart()
+        self.deeper = sum(
+            GROWTH * len(docs) for docs, whole in zip(self.docs, self.whole, strict=True) if not whole
+        )
         limit = self.filters.limit
         unseen = _raised(score(self.weights, [bound or None for bound in self.bounds]))  # in no prefix
-        candidates = heapq.merge(self._shared(), *(self._alone(index) for index in range(len(self.lists))))
+        candidates = best_first(*self._sums(), 4 * BLOCK)
         while chunk := list(itertools.islice(candidates, BLOCK)):
-            if self.kth is not None and _raised(-chunk[0][0]) < self.kth:
+            if self.kth is not None and _raised(chunk[0][0]) < self.kth:
                 break  # no entry left in the prefixes can reach the last place
-            if _raised(-chunk[0][0]) < unseen and (self.kth is None or self.kth <= unseen):
+            if _raised(chunk[0][0]) < unseen and (self.kth is None or self.kth <= unseen):
                 return None  # the rest cannot lift the last place above an entry in no prefix
-            self._settle([doc for upper, doc in chunk if self.kth is None or _raised(-upper) >= self.kth])
-            if self.probed > PROBES and not all(self.whole):
+            self._settle([entry for entry in chunk if self.kth is None or _raised(entry[0]) >= self.kth])
+            if self.probed * PROBE_COST > self.deeper and not all(self.whole):
                 return None  # reading deeper settles the rest from the lists, for less
         if self.kth is not None and self.kth > unseen:
             return self._ordered(self.best)[:limit]
@@ -174,72 +185,34 @@ class _Walk:
         """Forget the last place and the best of a shallower walk (its scores stay)."""
         self.kth, self.best, self.probed = None, [], 0
 
-    def _upper(self, impacts: list[float | None]) -> float:
-        """The most an entry with these impacts in the prefixes (``None``: not in that prefix) may
-        score: each term it is missing from at that term's bound (summed as :func:`score` sums)."""
-        return score(
-            self.weights,
-            [
-                bound or None if value is None else value
-                for value, bound in zip(impacts, self.bounds, strict=True)
-            ],
-        )
-
-    def _shared(self) -> Iterator[tuple[float, int]]:
-        """``(-upper bound, doc)`` of the entries in two prefixes or more, best first, lazily.
-
-        Each bound is every term's bound plus, for each prefix holding the entry, what its
-        impact adds to that (summed in another order than :func:`score`, which :func:`_raised`
-        covers); only the entries the merge reaches are taken off the heap."""
-        base = -sum(weight * bound for weight, bound in zip(self.weights, self.bounds, strict=True))
-        uppers = dict.fromkeys(self.multi, base)
-        for found, weight, bound in zip(self.maps, self.weights, self.bounds, strict=True):
-            # uppers[doc] = uppers[doc] - weight * impact + weight * bound, in one pass in C (map)
-            held = list(self.multi & found.keys())
-            gains = map(weight.__mul__, map(found.__getitem__, held))
-            lowered = map(float.__sub__, map(uppers.__getitem__, held), gains)
-            uppers.update(zip(held, map((weight * bound).__add__, lowered), strict=True))
-        heap = [(upper, doc) for doc, upper in uppers.items()]
-        heapq.heapify(heap)
-        while heap:
-            yield heapq.heappop(heap)
-
-    def _alone(self, index: int) -> Iterator[tuple[float, int]]:
-        """``(-upper bound, doc)`` of the entries in prefix ``index`` alone, best first: in the
-        list's own order, as their bound grows with their one impact."""
-        impacts: list[float | None] = [None] * len(self.lists)
-        multi, upper = self.multi, 0.0
-        for values, docs in self.lists[index]:
-            for value, doc in zip(values, docs, strict=True):
-                if doc not in multi:
-                    if value != impacts[index]:  # a bound only moves with the impact
-                        impacts[index] = value
-                        upper = -self._upper(impacts)
-                    yield upper, doc
-
-    def _settle(self, docs: list[int]) -> None:
-        """The exact scores of ``docs``: from the prefixes' impacts when those are all of theirs (in
-        a prefix or without its term), else from their stored terms; then the filters of those
-        that may place."""
-        probe = []
-        for doc in docs:
+    def _settle(self, entries: list[tuple[float, int, float, bool]]) -> None:
+        """The exact scores of ``entries`` (``(upper bound, doc, sum in the prefixes, whether that
+        sum is exact)``): the sum when it is, else from their stored terms; then the filters of
+        those that may place."""
+        docs, probe = [], []
+        for _, doc, lower, exact in entries:
+            docs.append(doc)
             if doc in self.exact:
                 continue  # settled at a shallower depth
-            impacts = [found.get(doc) for found in self.maps]
-            if all(value is not None or not bound for value, bound in zip(impacts, self.bounds, strict=True)):
-                self.exact[doc] = score(self.weights, impacts)
+            if exact:
+                self.exact[doc] = lower
             else:
                 probe.append(doc)
         if probe:
             self._probe(probe)
             self.probed += len(probe)
-        hopeful = [doc for doc in docs if self.kth is None or self.exact[doc] >= self.kth]
-        self._fetch(hopeful)
-        best = sorted([*self.best, *(doc for doc in hopeful if self._counts(doc))], key=self._rank)
-        limit = self.filters.limit
-        if len(best) >= limit:
-            self.kth = self.exact[best[limit - 1]]
-            best = [doc for doc in best if self.exact[doc] >= self.kth]  # the limit-th and its ties
+        # the filters are read best first, a few at a time, until the last place is known: most
+        # entries of a chunk score below it and never need theirs
+        limit, best = self.filters.limit, self.best
+        scored, group, start = sorted(docs, key=self._rank), max(limit, 8), 0
+        while start < len(scored) and (self.kth is None or self.exact[scored[start]] >= self.kth):
+            part = scored[start : start + group]
+            self._fetch(part)
+            best = sorted([*best, *(doc for doc in part if self._counts(doc))], key=self._rank)
+            if len(best) >= limit:
+                self.kth = self.exact[best[limit - 1]]
+                best = [doc for doc in best if self.exact[doc] >= self.kth]  # the limit-th and its ties
+            start, group = start + group, 2 * group
         self.best = best
 
     def _rank(self, doc: int) -> tuple[float, int]:
@@ -251,25 +224,19 @@ class _Walk:
         return info is not None and not info[0]
 
     def _probe(self, docs: list[int]) -> None:
-        """The exact scores of ``docs`` from their stored terms (a term's impact is taken from its
-        prefix when the entry is in it, and is none when its list is whole and the entry not in
-        it: only the other terms are looked for in the stored terms)."""
-        terms = list(zip(_keys(self.terms), self.weights, self.maps, self.whole, strict=True))
+        """The exact scores of ``docs`` from their stored terms (every term looked for: an entry
+        holds a term in its stored terms exactly when it is in that term's list, at the impact
+        computed here, ``impact(tf, length)``, to the bit)."""
+        terms = list(zip(_keys(self.terms), self.weights, strict=True))
         sql = f"SELECT doc, length, terms FROM memory_rank_docs WHERE doc IN ({_marks(len(docs))})"
         exact = self.exact
         for doc, length, stored in self.conn.execute(sql, docs):
             # score(weights, impacts) inlined: the same sum in the same order, without the lists
-            # (a probe is most of a common pair's query); the impact the list holds is the one
-            # computed here, impact(tf, length), to the bit
             total, length = 0.0, int(length)
-            for key, weight, found, whole in terms:
-                value = found.get(doc)
-                if value is None and not whole:
-                    tf = _count(stored, key)
-                    if tf is not None:
-                        value = impact(tf, length)
-                if value is not None:
-                    total += weight * value
+            for key, weight in terms:
+                tf = _count(stored, key)
+                if tf is not None:
+                    total += weight * impact(tf, length)
             exact[int(doc)] = total
 
     def _fetch(self, docs: Sequence[int]) -> None:
