@@ -30,7 +30,6 @@ from store.errors import InvalidArgument
 from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, entry_from_values
 from store.memory._pg_search import pg_search
 from store.memory._rank import query_terms
-from store.memory._ranked import ranked_ids
 from store.memory._search import (
     SCORE_FUNCTION,
     MemoryFilter,
@@ -148,6 +147,10 @@ def find(
     and score by ``build``: a record (:func:`~store.memory._entry.entry_from_values`) or only
     the projection the memory tools answer (:func:`~store.memory._entry.core_from_values`)."""
     if ranked and query_terms(text):  # the same tables and code on both backends
+        # imported here: the ranked search brings numpy (~100 ms), which a substring query, a
+        # cold launch's oracle and every CLI command that opens the store never need
+        from store.memory._ranked import ranked_ids
+
         return entries_by_id(conn, ranked_ids(conn, text, filters), build)
     if ranked:
         text = ""  # no term at all: every entry, by importance

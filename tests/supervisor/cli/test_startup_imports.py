@@ -8,7 +8,8 @@ Each case runs the command in a fresh interpreter (``python -m supervisor ARGS``
   structlog, anyio, asyncio or SQLite.
 - Light commands (``init``, ``memory query``, ``task list``, ``token list``, ...) open the store
   and call tools through the dispatch, and import neither the servers (the MCP SDK, starlette,
-  uvicorn, the HTTP API, the console), nor httpx, nor Docker, nor the supervisor's launch machinery.
+  uvicorn, the HTTP API, the console), nor httpx, nor Docker, nor the supervisor's launch machinery,
+  nor numpy (a ranked query's).
 
 A module written here means it and its submodules. If one of these fails, something imports a
 heavy module at the top of a module the command needs: import it in the function that uses it.
@@ -60,8 +61,10 @@ SERVERS_AND_DOCKER = (
     "supervisor.image",
     "supervisor.review",
     "supervisor.models",
+    "numpy",
 )
-"""Never imported by a light command: the servers, the HTTP client, Docker, the launch machinery."""
+"""Never imported by a light command: the servers, the HTTP client, Docker, the launch machinery,
+numpy (the ranked memory search's, imported by its first ranked query)."""
 
 PARSER_ONLY = (
     *SERVERS_AND_DOCKER,
