@@ -8,8 +8,9 @@ first one in that order. The blocks' keys therefore partition the list: a postin
 block with the greatest key at or before it (the first block when it comes before every key;
 that block's key then moves to it). A block grows to :data:`MOST` postings and is then split into
 blocks of :data:`SIZE`; a block left empty is deleted. A prefix of the list is a few rows read in
-key order and unpacked in C (:func:`unpack`), where one row a posting cost ~0.55 us a posting in
-Python.
+key order, each viewed as numpy arrays by the search
+(:func:`store.memory._rank_sums.block_arrays`) and unpacked by :func:`unpack` for a write, where
+one row a posting cost ~0.55 us a posting in Python.
 
 :func:`apply` changes one term's list in the caller's write transaction (writers of a project run
 one at a time on both backends, so a block's read-modify-write sees every earlier commit).

@@ -122,7 +122,6 @@ class _Walk:
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
         self.probed = 0  # entries of this depth settled from their stored terms
-        self.deeper = 0  # postings the open prefixes would hold read GROWTH times as deep
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def _read(self, depth: int) -> None:
@@ -160,7 +159,8 @@ class _Walk:
         """The answer from prefixes of ``depth`` postings, or ``None`` when they cannot settle it."""
         self._read(depth)
         self._restart()
-        self.deeper = sum(
+        # postings the open prefixes would hold read GROWTH times as deep: what probing is held to
+        deeper = sum(
             GROWTH * len(docs) for docs, whole in zip(self.docs, self.whole, strict=True) if not whole
         )
         limit = self.filters.limit
@@ -172,7 +172,7 @@ class _Walk:
             if _raised(chunk[0][0]) < unseen and (self.kth is None or self.kth <= unseen):
                 return None  # the rest cannot lift the last place above an entry in no prefix
             self._settle([entry for entry in chunk if self.kth is None or _raised(entry[0]) >= self.kth])
-            if self.probed * PROBE_COST > self.deeper and not all(self.whole):
+            if self.probed * PROBE_COST > deeper and not all(self.whole):
                 return None  # reading deeper settles the rest from the lists, for less
         if self.kth is not None and self.kth > unseen:
             return self._ordered(self.best)[:limit]
