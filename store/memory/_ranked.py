@@ -125,21 +125,26 @@ class _Walk:
         self.best: list[int] = []  # the settled entries that count and may place, best first
 
     def _read(self, depth: int) -> None:
-        """Extend every prefix not yet whole to at least ``depth`` postings, whole blocks at a time."""
+        """Extend every prefix not yet whole to at least ``depth`` postings, whole blocks at a time
+        (as many blocks as the list's blocks so far suggest: they hold from a few postings to
+        :data:`~store.memory._rank_blocks.MOST`), decoded together."""
         for index, term in enumerate(self.terms):
-            impacts, docs = [self.impacts[index]], [self.docs[index]]
-            count = len(impacts[0])
+            read: list[bytes] = []
+            count = len(self.docs[index])
             while not self.whole[index] and count < depth:
-                wanted = (depth - count) // _rank_blocks.SIZE + 1
-                read = _rank_blocks.read_blocks(self.conn, term, wanted, self.blocks[index])
-                for block_impacts, block_docs in map(block_arrays, read):
-                    impacts.append(block_impacts)
-                    docs.append(block_docs)
-                    count += len(block_docs)
-                self.blocks[index] += len(read)
-                self.whole[index] = len(read) < wanted
-            if len(impacts) > 1:
-                self.impacts[index], self.docs[index] = np.concatenate(impacts), np.concatenate(docs)
+                per_block = count // self.blocks[index] if self.blocks[index] else _rank_blocks.SIZE
+                wanted = (depth - count) // max(per_block, 1) + 1
+                more = _rank_blocks.read_blocks(self.conn, term, wanted, self.blocks[index])
+                read += more
+                count += sum(map(len, more)) // 16  # a float64 and an int64 a posting
+                self.blocks[index] += len(more)
+                self.whole[index] = len(more) < wanted
+            if read:
+                impacts, docs = block_arrays(read)
+                if len(self.docs[index]):
+                    impacts = np.concatenate([self.impacts[index], impacts])
+                    docs = np.concatenate([self.docs[index], docs])
+                self.impacts[index], self.docs[index] = impacts, docs
             last = self.impacts[index]
             self.bounds[index] = 0.0 if self.whole[index] or not len(last) else float(last[-1])
 
@@ -242,7 +247,9 @@ class _Walk:
     def _fetch(self, docs: Sequence[int]) -> None:
         """Whether each of ``docs`` passes the filters, and whether it is a summary, its importance
         and its ID."""
-        wanted = [doc for doc in docs if doc not in self.info]
+        # in entry order: a chunk's rows are then neighbours in the table (every match of a
+        # common term, ``limit`` 0, reads ~x1.1 faster than in the lists' order)
+        wanted = sorted(doc for doc in docs if doc not in self.info)
         passes = self.filters.passes
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]

@@ -4,9 +4,9 @@ For random corpora, random writes (new entries, replacements, stale marks) and r
 filters and limits, ``memory.query`` answers entry for entry, in order and to the bit of each
 score, what :func:`~store.memory._rank.reference_ranking` computes directly from the entries'
 text. The prefixes first read are made tiny (``DEPTH``) and entries settled one or two at a time
-(``BLOCK``), so that deeper reads, bounds where a prefix stops, settling from stored terms and
-scoring a narrow scope directly are all exercised; the index's own invariants are checked after
-every example.
+(``BLOCK``), so that deeper reads, bounds where a prefix stops, settling from stored terms,
+marks of open lists past one byte and scoring a narrow scope directly are all exercised; the
+index's own invariants are checked after every example.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from store import Store, init_project, open_store
 from store.db import _migrations
-from store.memory import _rank_blocks, _ranked
+from store.memory import _rank_blocks, _rank_sums, _ranked
 from store.memory._rank import entry_terms, impact, query_terms, reference_ranking, score
 from store.memory._search import MemoryFilter
 from tests.store.memory.helpers import check_rank_index, wipe_memory
@@ -107,6 +107,8 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
         patch.setattr(_rank_blocks, "SIZE", size)
         patch.setattr(_rank_blocks, "MOST", data.draw(st.sampled_from([size, 2 * size, 2 * size + 1])))
         patch.setattr(_ranked, "NARROW", data.draw(st.sampled_from([0, 2_000])))
+        # marks of two bits a byte: a query's open lists then fill more than one byte of marks
+        patch.setattr(_rank_sums, "_WIDTH", data.draw(st.sampled_from([2, 8])))
         stored = [store.memory.record(actor="op", **fields) for fields in entries[: len(entries) // 2]]
         stored += store.memory.record_many(entries[len(entries) // 2 :], actor="op")
         for _ in range(data.draw(st.integers(0, 6)) if stored else 0):
