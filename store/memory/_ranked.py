@@ -133,7 +133,7 @@ class _Walk:
             count = len(self.docs[index])
             while not self.whole[index] and count < depth:
                 per_block = count // self.blocks[index] if self.blocks[index] else _rank_blocks.SIZE
-                wanted = (depth - count) // max(per_block, 1) + 1
+                wanted = (depth - count) // max(per_block, 1) + 3  # blocks vary: a read, not four
                 more = _rank_blocks.read_blocks(self.conn, term, wanted, self.blocks[index])
                 read += more
                 count += sum(map(len, more)) // 16  # a float64 and an int64 a posting
