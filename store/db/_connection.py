@@ -48,6 +48,11 @@ _MMAP_SIZE = 1 << 30
 """Bytes of the database file a connection reads through a memory map instead of ``read`` calls:
 a ranked query's random reads of index pages (``memory_rank_docs``, blocks) not in SQLite's small
 page cache then cost no system call and no copy each (``bench_memory``'s ranked rows)."""
+_CACHE_KIB = 32 * 1024
+"""SQLite's page cache per connection, in KiB (its default is 2 MiB), filled only as pages are
+read: past the memory map, a large project's index pages (the B-trees' inner pages, a common
+term's first blocks) then stay in it from one ranked query to the next (at 1,000,000 entries,
+between bare scans: the identifier query 5.9 -> 4.9 ms, three common words 25.5 -> 22.2 ms)."""
 
 
 def is_busy_error(exc: BaseException) -> bool:
@@ -129,6 +134,7 @@ class Database:
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute(f"PRAGMA mmap_size = {_MMAP_SIZE}")
+        conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         if inline:
             conn.execute("PRAGMA query_only = ON")
         elif not self.readonly:
