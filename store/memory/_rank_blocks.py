@@ -8,7 +8,7 @@ first one in that order. The blocks' keys therefore partition the list: a postin
 block with the greatest key at or before it (the first block when it comes before every key;
 that block's key then moves to it). A block grows to :data:`MOST` postings and is then split into
 blocks of :data:`SIZE`; a block left empty is deleted. A prefix of the list is a few rows read in
-key order, each viewed as numpy arrays by the search
+key order, decoded together into numpy arrays by the search
 (:func:`store.memory._rank_sums.block_arrays`) and unpacked by :func:`unpack` for a write, where
 one row a posting cost ~0.55 us a posting in Python.
 
