@@ -25,7 +25,16 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["NO_DOCS", "NO_IMPACTS", "Docs", "Impacts", "best_first", "block_arrays", "prefix_sums"]
+__all__ = [
+    "NO_DOCS",
+    "NO_IMPACTS",
+    "POSTING_BYTES",
+    "Docs",
+    "Impacts",
+    "best_first",
+    "block_arrays",
+    "prefix_sums",
+]
 
 Impacts = NDArray[np.float64]
 Docs = NDArray[np.int64]
@@ -36,6 +45,8 @@ NO_IMPACTS: Impacts = np.zeros(0)
 NO_DOCS: Docs = np.zeros(0, np.int64)
 
 _FLOAT, _INT = np.dtype("<f8"), np.dtype("<i8")  # a block's impacts and entry numbers, little-endian
+POSTING_BYTES = 16
+"""Bytes of a posting in a block: a float64 impact and an int64 entry number."""
 
 
 def block_arrays(blocks: Sequence[bytes]) -> tuple[Impacts, Docs]:
@@ -48,14 +59,14 @@ def block_arrays(blocks: Sequence[bytes]) -> tuple[Impacts, Docs]:
     time of a view of each block and a concatenation (44 against 80 us for 77 blocks of a common
     term). numpy swaps the bytes on a big-endian machine."""
     if len(blocks) == 1:  # two views, no copy
-        size = len(blocks[0]) // 16  # a float64 and an int64 a posting
+        size = len(blocks[0]) // POSTING_BYTES
         return np.frombuffer(blocks[0], _FLOAT, size), np.frombuffer(blocks[0], _INT, size, 8 * size)
     if not blocks:
         return NO_IMPACTS, NO_DOCS
     data = b"".join(blocks)
-    sizes = np.fromiter(map(len, blocks), np.int64, len(blocks)) // 16
+    sizes = np.fromiter(map(len, blocks), np.int64, len(blocks)) // POSTING_BYTES
     first = np.cumsum(sizes) - sizes  # postings before each block
-    at = np.arange(len(data) // 16) + np.repeat(first, sizes)  # each posting's impact, in words
+    at = np.arange(len(data) // POSTING_BYTES) + np.repeat(first, sizes)  # each posting's impact, in words
     impacts = np.frombuffer(data, _FLOAT)[at]
     at += np.repeat(sizes, sizes)
     return impacts, np.frombuffer(data, _INT)[at]
@@ -72,10 +83,10 @@ _WIDTH = 8
 class _Scratch(threading.local):
     """A thread's arrays, reused from one walk to the next: indexed by entry number, the sums and
     the masks (all zero between walks); indexed by posting, room for one list's weighted impacts,
-    for the answer, and a spare that :func:`prefix_sums` and then :func:`best_first` use. A fresh
-    array's pages are faulted in by its first writes, and after a scan of the table an array a
-    walk allocates costs more than its arithmetic; the per-entry arrays are random-access, so
-    they are kept small (9 bytes an entry for up to 7 open lists)."""
+    for the answer, and a spare for its temporaries. A fresh array's pages are faulted in by its
+    first writes, and after a scan of the table an array a walk allocates costs more than its
+    arithmetic; the per-entry arrays are random-access, so they are kept small (9 bytes an entry
+    for up to 7 open lists)."""
 
     def __init__(self) -> None:
         self.total, self.masks = np.zeros(0), list[Marks]()
@@ -176,16 +187,14 @@ def best_first(
     each batch is the best of the rest picked by a partial sort (linear; ties at its edge fall
     either side), the first ``first`` long and each four times the last, and sorted by bound then
     doc, so a walk that stops early sorts few."""
-    size, rest = max(first, 1), None  # the entries not yet handed out (None: every one)
-    while count := len(docs) if rest is None else len(rest):
-        if count <= size:
-            chosen, rest = (np.arange(count) if rest is None else rest), NO_DOCS
-        elif rest is None:  # the first batch: the bounds negated into scratch, not gathered
-            parted = np.argpartition(np.negative(upper, out=_SCRATCH.spare[:count]), size - 1)
-            chosen, rest = parted[:size], parted[size:]
+    left = np.arange(len(docs))
+    size = max(first, 1)
+    while len(left):
+        if len(left) > size:
+            parted = np.argpartition(-upper[left], size - 1)
+            chosen, left = left[parted[:size]], left[parted[size:]]
         else:
-            parted = np.argpartition(-upper[rest], size - 1)
-            chosen, rest = rest[parted[:size]], rest[parted[size:]]
+            chosen, left = left, left[:0]
         chosen = chosen[np.lexsort((docs[chosen], -upper[chosen]))]
         yield from zip(
             upper[chosen].tolist(),

@@ -47,7 +47,16 @@ from numpy.typing import NDArray
 from store.memory import _rank_blocks
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
 from store.memory._rank_index import RANK_PENDING
-from store.memory._rank_sums import NO_DOCS, NO_IMPACTS, Docs, Impacts, best_first, block_arrays, prefix_sums
+from store.memory._rank_sums import (
+    NO_DOCS,
+    NO_IMPACTS,
+    POSTING_BYTES,
+    Docs,
+    Impacts,
+    best_first,
+    block_arrays,
+    prefix_sums,
+)
 from store.memory._search import MemoryFilter, reach_probe
 
 __all__ = ["BLOCK", "DEPTH", "GROWTH", "NARROW", "PROBE_COST", "ranked_ids"]
@@ -136,7 +145,7 @@ class _Walk:
                 wanted = (depth - count) // max(per_block, 1) + 3  # blocks vary: a read, not four
                 more = _rank_blocks.read_blocks(self.conn, term, wanted, self.blocks[index])
                 read += more
-                count += sum(map(len, more)) // 16  # a float64 and an int64 a posting
+                count += sum(map(len, more)) // POSTING_BYTES
                 self.blocks[index] += len(more)
                 self.whole[index] = len(more) < wanted
             if read:
