@@ -14,12 +14,13 @@ and they are handed out best upper bound first, sorted a batch at a time
 (:func:`~store.memory._rank_sums.best_first`). They are settled :data:`BLOCK` at a time: the
 exact score is the sum when every term is in the entry's prefixes or its list is whole, else it
 is read from the entry's stored terms (one read of those rows, no JSON parsing, a **probe**);
-the filters (and whether it is a summary) are read best first, only until the last place is
-known. It stops as soon as ``limit`` settled entries that count (pass the filters, are not
-summaries) score above the next upper bound and above what an entry in no prefix at all may
-score (every term at its bound): no entry left can reach the last place, ties included. An early
-stop that drops a better entry would need an upper bound below a score, which the lists' order
-rules out (``tests/store/memory/test_memory_ranked.py`` tries to make one).
+the filters (and whether it is a summary) are read best first (``memory_rank_info``, a narrow
+row an entry), only until the last place is known. It stops as soon as ``limit`` settled
+entries that count (pass the filters, are not summaries) score above the next upper bound and
+above what an entry in no prefix at all may score (every term at its bound): no entry left can
+reach the last place, ties included. An early stop that drops a better entry would need an upper
+bound below a score, which the lists' order rules out
+(``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
 When the prefixes cannot settle it (an entry in no prefix could place, or fewer than ``limit``
 entries count: filters that pass few entries, impacts that tie past the prefix), or its probes
@@ -274,12 +275,11 @@ class _Walk:
         return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
 
 
-_INFO = (
-    "SELECT d.doc, m.lc_kind = 'summary', m.importance, m.id, m.scope, m.kind, m.status"
-    " FROM memory_rank_docs AS d JOIN memory_entries AS m ON m.id = d.id WHERE d.doc IN ({})"
-)
-"""An entry's place in the order and its filtered columns, by key: the filters are tested in
-Python (:meth:`~store.memory._search.MemoryFilter.passes`), so no planner reads by scope instead."""
+_INFO = "SELECT doc, summary, importance, id, scope, kind, status FROM memory_rank_info WHERE doc IN ({})"
+"""An entry's place in the order and its filtered columns, by key, from the narrow table the
+triggers of migration 0015 keep equal to the entries' columns (one B-tree descent an entry where
+the join through ``memory_entries``' ID index took three): the filters are tested in Python
+(:meth:`~store.memory._search.MemoryFilter.passes`), so no planner reads by scope instead."""
 _REST = 2**62
 """A ``LIMIT`` past any list's end: the rest of it (both backends read it alike)."""
 

@@ -36,6 +36,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/memory/test_memory.py",
         "tests/store/memory/test_memory_admin.py",
         "tests/store/memory/test_memory_checks.py",
+        "tests/store/memory/test_memory_rank_info.py",
         "tests/store/memory/test_ownership.py",
         "tests/store/memory/test_write_path.py",
         "tests/store/launches/test_launch_failures.py",

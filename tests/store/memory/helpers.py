@@ -9,7 +9,7 @@ from typing import Any
 
 from store import Store
 from store.memory import _rank_blocks
-from store.memory._rank import entry_terms, impact
+from store.memory._rank import entry_terms, impact, reference_ranking
 
 _TABLES = (
     "memory_revisions",
@@ -50,6 +50,7 @@ def check_rank_index(store: Store) -> None:
             "SELECT term, impact, doc, data FROM memory_rank_blocks ORDER BY term, impact DESC, doc"
         ).fetchall()
         assert conn.execute("SELECT count(*) FROM memory_rank_postings").fetchone()[0] == 0
+        _check_rank_info(conn)
         return entries, docs, terms, _postings(blocks)
 
     entries, docs, terms, postings = store.db.read(read)
@@ -71,6 +72,25 @@ def check_rank_index(store: Store) -> None:
     )
 
 
+_INFO_COLUMNS = "id, scope, kind, status, importance"
+
+
+def _check_rank_info(conn: Any) -> None:
+    """``memory_rank_info`` (migration 0015) holds a row for each entry of the index, equal to
+    its entry's columns: what the walk reads of an entry to place it and filter it."""
+    held = conn.execute(f"SELECT doc, {_INFO_COLUMNS}, summary FROM memory_rank_info").fetchall()
+    joined = conn.execute(
+        "SELECT d.doc, m.id, m.scope, m.kind, m.status, m.importance, m.lc_kind = 'summary'"
+        " FROM memory_rank_docs AS d JOIN memory_entries AS m ON m.id = d.id"
+    ).fetchall()
+    assert sorted(_info_row(row) for row in held) == sorted(_info_row(row) for row in joined)
+
+
+def _info_row(row: Any) -> tuple[int, str, str, str, str, int, bool]:
+    doc, entry_id, scope, kind, status, importance, summary = row
+    return int(doc), entry_id, scope, kind, status, int(importance), bool(summary)
+
+
 def _postings(blocks: list[Any]) -> set[tuple[str, float, int]]:
     """Every posting of the blocks (rows in key order), after checking what the search and the
     writes rely on: each list in order across its blocks, no block empty or past ``MOST``, each
@@ -86,3 +106,25 @@ def _postings(blocks: list[Any]) -> set[tuple[str, float, int]]:
     ordered = [(term, -value, doc) for term, value, doc in postings]
     assert ordered == sorted(set(ordered))  # in list order within each term, no duplicates
     return set(postings)
+
+
+def expected_ranking(store: Store, query: str, options: dict[str, Any]) -> list[tuple[str, float]]:
+    """The reference ranking over every stored entry, with the filters applied in Python."""
+    rows = store.db.read(
+        lambda conn: conn.execute(
+            "SELECT id, lc_title, lc_body, lc_scope, lc_kind, importance, scope, kind, status"
+            " FROM memory_entries"
+        ).fetchall()
+    )
+    allowed = options.get("allowed_scopes")
+    passes = {
+        row[0]: (options.get("scope") in (None, row[6]))
+        and (options.get("kind") in (None, row[7]))
+        and (allowed is None or row[6] in allowed)
+        and not (options.get("exclude_stale") and row[8] == "stale")
+        for row in rows
+    }
+    entries = [(row[0], row[1:5], row[4] == "summary", row[5]) for row in rows]
+    found = reference_ranking(entries, query, passes=passes)
+    limit = options.get("limit", 10)
+    return found[:limit] if limit > 0 else found

@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from store import Store, init_project, open_store
 from store.db import _migrations
 from store.memory import _rank_blocks, _rank_sums, _ranked
-from store.memory._rank import entry_terms, impact, query_terms, reference_ranking, score
+from store.memory._rank import entry_terms, impact, query_terms, score
 from store.memory._search import MemoryFilter
-from tests.store.memory.helpers import check_rank_index, wipe_memory
+from tests.store.memory.helpers import check_rank_index, expected_ranking, wipe_memory
 
 _WORDS = ["alpha", "beta", "gamma", "delta", "Ärger", "straße", "İstanbul", "x_y", "42", "ǅemal"]
 _TEXT = (
@@ -46,28 +46,6 @@ _ENTRY = st.fixed_dictionaries(
 
 
 _reset = wipe_memory
-
-
-def _expected(store: Store, query: str, options: dict[str, Any]) -> list[tuple[str, float]]:
-    """The reference ranking over every stored entry, with the filters applied in Python."""
-    rows = store.db.read(
-        lambda conn: conn.execute(
-            "SELECT id, lc_title, lc_body, lc_scope, lc_kind, importance, scope, kind, status"
-            " FROM memory_entries"
-        ).fetchall()
-    )
-    allowed = options.get("allowed_scopes")
-    passes = {
-        row[0]: (options.get("scope") in (None, row[6]))
-        and (options.get("kind") in (None, row[7]))
-        and (allowed is None or row[6] in allowed)
-        and not (options.get("exclude_stale") and row[8] == "stale")
-        for row in rows
-    }
-    entries = [(row[0], row[1:5], row[4] == "summary", row[5]) for row in rows]
-    found = reference_ranking(entries, query, passes=passes)
-    limit = options.get("limit", 10)
-    return found[:limit] if limit > 0 else found
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -127,7 +105,8 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
             )
             options: dict[str, Any] = data.draw(_FILTERS)
             found = store.memory.query(query, match="ranked", **options)
-            assert [(e.id, e.score) for e in found] == _expected(store, query, options), (query, options)
+            expected = expected_ranking(store, query, options)
+            assert [(e.id, e.score) for e in found] == expected, (query, options)
 
 
 def test_equal_scores_are_ordered_by_importance_then_id_and_summaries_come_last(store: Store) -> None:
@@ -167,7 +146,7 @@ def test_entries_older_than_the_index_are_ranked_directly_then_indexed_when_the_
         waiting = open_store(paths)  # applies 0012, and leaves the backlog waiting
     assert waiting.db.read(_backlog) == 5
     direct = waiting.memory.query("wombat x", match="ranked", limit=0)
-    assert [(e.id, e.score) for e in direct] == _expected(waiting, "wombat x", {"limit": 0})
+    assert [(e.id, e.score) for e in direct] == expected_ranking(waiting, "wombat x", {"limit": 0})
     waiting.close()
     upgraded = open_store(paths)  # drains the backlog
     try:
@@ -203,10 +182,10 @@ def test_an_entry_middling_in_two_lists_beats_the_heads_of_each(
     both = {**fields, "title": "alpha beta alpha beta", "body_md": "z"}
     stored = store.memory.record_many([*heads, *tails, both], actor="op")
     top = _ranked_pairs(store, "alpha beta", limit=1)
-    assert top == _expected(store, "alpha beta", {"limit": 1})
+    assert top == expected_ranking(store, "alpha beta", {"limit": 1})
     assert top[0][0] == stored[-1].id
     for limit in (2, 3, 7):
-        assert _ranked_pairs(store, "alpha beta", limit=limit) == _expected(
+        assert _ranked_pairs(store, "alpha beta", limit=limit) == expected_ranking(
             store, "alpha beta", {"limit": limit}
         )
 
@@ -227,7 +206,7 @@ def test_an_entry_below_every_prefix_is_found_by_reading_deeper(
     hidden = {**fields, "title": "alpha beta " + "pad " * 60, "body_md": "r"}
     stored = store.memory.record_many([*singles, hidden], actor="op")
     for limit in (1, 3, 13):
-        assert _ranked_pairs(store, "alpha beta", limit=limit) == _expected(
+        assert _ranked_pairs(store, "alpha beta", limit=limit) == expected_ranking(
             store, "alpha beta", {"limit": limit}
         )
     assert stored[-1].id in [entry_id for entry_id, _ in _ranked_pairs(store, "alpha beta", limit=13)]
@@ -264,7 +243,7 @@ def test_ties_past_the_prefix_and_filters_that_pass_few_are_settled_by_the_walk(
         {"limit": 40, "scope": "project", "kind": "constraint"},
     ):
         for query in ("githo dopet.list._dreas", "dopet.list._dreas", "dreas"):
-            assert _ranked_pairs(store, query, **options) == _expected(store, query, options), (
+            assert _ranked_pairs(store, query, **options) == expected_ranking(store, query, options), (
                 query,
                 options,
             )
@@ -327,7 +306,7 @@ def test_a_project_indexed_with_cut_lists_is_reindexed_whole(
         assert upgraded.db.read(_backlog) == 0
         check_rank_index(upgraded)
         for limit in (1, 3, 0):
-            assert _ranked_pairs(upgraded, "wombat x", limit=limit) == _expected(
+            assert _ranked_pairs(upgraded, "wombat x", limit=limit) == expected_ranking(
                 upgraded, "wombat x", {"limit": limit}
             )
     finally:
@@ -349,7 +328,7 @@ def test_lists_of_a_row_a_posting_are_packed_into_blocks_when_the_project_opens(
     waiting.db.write(lambda conn: _rank_blocks.convert(conn, batch=1))  # one term packed
     assert waiting.db.read(lambda conn: conn.execute("SELECT count(*) FROM memory_rank_blocks").fetchone()[0])
     direct = _ranked_pairs(waiting, "wombat x b1", limit=0)
-    assert direct == _expected(waiting, "wombat x b1", {"limit": 0})
+    assert direct == expected_ranking(waiting, "wombat x b1", {"limit": 0})
     waiting.close()
     monkeypatch.setattr(_rank_blocks, "SIZE", 3)  # the packed blocks: three postings each,
     monkeypatch.setattr(_rank_blocks, "_PAGE", 6)  # read six at a time (wombat has twelve)
@@ -365,12 +344,12 @@ def test_lists_of_a_row_a_posting_are_packed_into_blocks_when_the_project_opens(
         monkeypatch.setattr(_ranked, "DEPTH", 1)
         monkeypatch.setattr(_ranked, "NARROW", 0)
         for limit in (1, 3, 0):
-            assert _ranked_pairs(upgraded, "wombat x b1", limit=limit) == _expected(
+            assert _ranked_pairs(upgraded, "wombat x b1", limit=limit) == expected_ranking(
                 upgraded, "wombat x b1", {"limit": limit}
             )
         upgraded.memory.record(actor="op", scope="project", kind="fact", title="wombat x x x", body_md="b1")
         check_rank_index(upgraded)
-        assert _ranked_pairs(upgraded, "wombat x b1", limit=2) == _expected(
+        assert _ranked_pairs(upgraded, "wombat x b1", limit=2) == expected_ranking(
             upgraded, "wombat x b1", {"limit": 2}
         )
     finally:
@@ -425,7 +404,7 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
                 "kind": data.draw(st.sampled_from([None, None, "fact"])),
                 "allowed_scopes": data.draw(st.sampled_from([None, frozenset({"T-1", "project"})])),
             }
-            assert _ranked_pairs(store, query, **options) == _expected(store, query, options), (
+            assert _ranked_pairs(store, query, **options) == expected_ranking(store, query, options), (
                 query,
                 options,
             )
