@@ -35,7 +35,8 @@ def wipe_memory(store: Store) -> None:
 
 def check_rank_index(store: Store) -> None:
     """The invariants the walk relies on: df and N exact; every entry holding a term in its
-    list, at its current impact, and nothing else in the lists."""
+    list, at its current impact, and nothing else in the lists; what places and filters an entry
+    equal to its columns."""
 
     def read(conn: sqlite3.Connection) -> tuple[Any, ...]:
         entries = conn.execute(
@@ -72,18 +73,15 @@ def check_rank_index(store: Store) -> None:
     )
 
 
-_INFO_COLUMNS = "id, scope, kind, status, importance"
-
-
 def _check_rank_info(conn: Any) -> None:
     """``memory_rank_info`` (migration 0015) holds a row for each entry of the index, equal to
     its entry's columns: what the walk reads of an entry to place it and filter it."""
-    held = conn.execute(f"SELECT doc, {_INFO_COLUMNS}, summary FROM memory_rank_info").fetchall()
+    held = conn.execute("SELECT doc, id, scope, kind, status, importance, summary FROM memory_rank_info")
     joined = conn.execute(
         "SELECT d.doc, m.id, m.scope, m.kind, m.status, m.importance, m.lc_kind = 'summary'"
         " FROM memory_rank_docs AS d JOIN memory_entries AS m ON m.id = d.id"
     ).fetchall()
-    assert sorted(_info_row(row) for row in held) == sorted(_info_row(row) for row in joined)
+    assert sorted(_info_row(row) for row in held.fetchall()) == sorted(_info_row(row) for row in joined)
 
 
 def _info_row(row: Any) -> tuple[int, str, str, str, str, int, bool]:
