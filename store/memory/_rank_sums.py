@@ -1,8 +1,8 @@
 """The ranked search's arithmetic over its prefixes, in numpy (:mod:`store.memory._ranked`).
 
 A prefix is two arrays read out of its blocks' bytes at once (:func:`block_arrays`): impacts and
-entry numbers. :func:`prefix_sums` adds every prefix into per-thread arrays indexed by entry
-number and marks, a bit an open list in a byte an entry, which lists hold each entry, so each
+entry numbers. :class:`RoundSums` adds each round's postings into per-thread arrays indexed by
+entry number and marks, a bit a list in a byte an entry, which lists hold each entry, so each
 posting costs a few vectorised operations (~0.1 us all told) where a dict per term cost ~0.3 us a
 posting in Python and an entry settled from its stored terms costs two random row reads (~15-40
 us). :func:`best_first` hands the entries out best upper bound first, sorting only as many as the
@@ -14,7 +14,9 @@ Exactness: :func:`~store.memory._rank.score` adds ``weight * impact`` to a total
 in the terms' order, for the terms an entry holds. ``np.add.at`` over one list adds each entry's
 ``weight * impact`` (the same IEEE multiplication) to its total once (an entry is once in a
 list), list after list in the terms' order: the same additions in the same order, so the same
-double, bit for bit (the property tests hold the walk to the reference to the bit).
+double, bit for bit (the property tests hold the walk to the reference to the bit). A walk that
+reads deeper adds a list's deeper postings after the later lists' first ones: an entry so
+summed out of order is marked and never answered as exact (:class:`RoundSums`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ __all__ = [
     "POSTING_BYTES",
     "Docs",
     "Impacts",
+    "RoundSums",
     "best_first",
     "block_arrays",
     "prefix_sums",
@@ -73,8 +76,8 @@ def block_arrays(blocks: Sequence[bytes]) -> tuple[Impacts, Docs]:
 
 
 _SEEN = 1
-"""Bit 0 of an entry's first mask: it is in some prefix. Bit ``k`` (from 1 on, :data:`_WIDTH` a
-mask) is the ``k``-th open list: the entry is in that list's prefix."""
+"""Bit 0 of an entry's first mask: it is in some prefix (bit 1 is :data:`_BROKEN`; bit ``i + 2``,
+counting on over the masks, :data:`_WIDTH` bits a mask, is list ``i``: the entry is in its prefix)."""
 
 _WIDTH = 8
 """Bits of a mask: one byte an entry, so a query's marks stay in a few cache-resident pages."""
@@ -86,7 +89,7 @@ class _Scratch(threading.local):
     for the answer, and a spare for its temporaries. A fresh array's pages are faulted in by its
     first writes, and after a scan of the table an array a walk allocates costs more than its
     arithmetic; the per-entry arrays are random-access, so they are kept small (9 bytes an entry
-    for up to 7 open lists)."""
+    for up to 6 lists)."""
 
     def __init__(self) -> None:
         self.total, self.masks = np.zeros(0), list[Marks]()
@@ -94,10 +97,16 @@ class _Scratch(threading.local):
         self.found = np.zeros(0, np.int64)
 
     def entries(self, size: int, words: int) -> tuple[Impacts, list[Marks]]:
-        """The sums and ``words`` masks, at least ``size`` long, all zero."""
+        """The sums and ``words`` masks, at least ``size`` long: zero but where a walk still under
+        way (:class:`RoundSums`) left its own, which a larger copy keeps."""
         if len(self.total) < size:
             size = max(size, 2 * len(self.total))
-            self.total, self.masks = np.zeros(size), []
+            total = np.zeros(size)
+            total[: len(self.total)] = self.total
+            masks = [np.zeros(size, np.uint8) for _ in self.masks]
+            for mask, old in zip(masks, self.masks, strict=True):
+                mask[: len(old)] = old
+            self.total, self.masks = total, masks
         while len(self.masks) < words:
             self.masks.append(np.zeros(len(self.total), np.uint8))
         return self.total, self.masks[:words]
@@ -125,57 +134,110 @@ def prefix_sums(
     that list's bound; a sum taken in another order, so the caller raises it), and whether the
     sum is its exact score (every list it is missing from is whole). In no particular order; the
     first three are views of this thread's scratch arrays, valid until its next call."""
-    top = 1 + max((int(docs.max()) for docs, _ in prefixes if len(docs)), default=-1)
-    opened = [index for index, done in enumerate(whole) if not done]
-    bit_of = {index: place + 1 for place, index in enumerate(opened)}  # bit 0 is _SEEN
-    total, masks = _SCRATCH.entries(top, 1 + len(opened) // _WIDTH)
-    _SCRATCH.postings(sum(len(docs) for docs, _ in prefixes))
-    found = None
+    sums = RoundSums(weights)
     try:
-        fresh: list[Docs] = []  # each list's entries that no list before it holds
-        for index, ((docs, impacts), weight) in enumerate(zip(prefixes, weights, strict=True)):
-            if len(docs):
-                np.add.at(total, docs, np.multiply(impacts, weight, out=_SCRATCH.values[: len(docs)]))
-                before = _mark(masks[0], docs, _SEEN)
-                fresh.append(docs[before == 0] if fresh else docs)
-                if (bit := bit_of.get(index, 0)) > 0:
-                    _mark(masks[bit // _WIDTH], docs, 1 << bit % _WIDTH)
-        found = np.concatenate(fresh, out=_SCRATCH.found[: sum(map(len, fresh))]) if fresh else NO_DOCS
-        lower = np.take(total, found, out=_SCRATCH.lower[: len(found)])
-        upper = _SCRATCH.upper[: len(found)]
+        for index, (docs, impacts) in enumerate(prefixes):
+            sums.add(index, docs, impacts)
+        return sums.result(bounds, whole)
+    finally:  # the answer is in the per-posting arrays; the per-entry ones are left all zero
+        sums.clear()
+
+
+_BROKEN = 2
+"""Bit 1 of a :class:`RoundSums` entry's first mask: its sum was not added in the terms' order."""
+
+
+class RoundSums:
+    """:func:`prefix_sums` for a walk that reads its prefixes deeper round after round: each round
+    adds only the postings it read (:meth:`add`), where summing every prefix again cost a walk
+    reading three times ~1.7 times the postings of its last prefixes.
+
+    The sums are then no longer added list after list for every entry: an entry holding a later
+    list's posting from an earlier round and an earlier list's from this one was summed out of
+    the terms' order, which may round differently from the reference. Such an entry is marked
+    (:data:`_BROKEN`) and never answered as exact: the walk settles it from its stored terms, as
+    it does an entry missing from an open list. Its upper bound is a sum in another order, which
+    the caller raises past rounding as it does every bound. Bit ``i + 2`` marks list ``i``'s
+    prefix. The per-entry arrays stay this walk's until :meth:`clear`, which the walk must call
+    (they are the thread's, reused by its next walk)."""
+
+    def __init__(self, weights: Sequence[float]) -> None:
+        self.weights = list(weights)
+        self.words = 1 + (len(self.weights) + 1) // _WIDTH
+        self.found: list[Docs] = []  # each add's entries no earlier add held
+        self.count = 0
+
+    def add(self, index: int, docs: Docs, impacts: Impacts) -> None:
+        """Add list ``index``'s postings read this round (none of them added before)."""
+        if not len(docs):
+            return
+        total, masks = _SCRATCH.entries(int(docs.max()) + 1, self.words)
+        _SCRATCH.postings(len(docs))
+        np.add.at(total, docs, np.multiply(impacts, self.weights[index], out=_SCRATCH.values[: len(docs)]))
+        bit = index + 2
+        later = [0] * self.words  # the bits of the lists after this one, in each mask
+        for after in range(bit + 1, len(self.weights) + 2):
+            later[after // _WIDTH] |= 1 << after % _WIDTH
+        before = [mask[docs] for mask in masks]
+        broken = np.zeros(len(docs), np.bool_)
+        for word, bits in enumerate(later):
+            if bits:
+                broken |= (before[word] & bits) != 0
+        first = before[0] | np.uint8(_SEEN)
+        first[broken] |= np.uint8(_BROKEN)
+        if bit < _WIDTH:
+            first |= np.uint8(1 << bit)
+        else:
+            masks[bit // _WIDTH][docs] = before[bit // _WIDTH] | np.uint8(1 << bit % _WIDTH)
+        masks[0][docs] = first
+        fresh = docs[(before[0] & _SEEN) == 0]
+        self.found.append(fresh)
+        self.count += len(fresh)
+
+    def result(self, bounds: Sequence[float], whole: Sequence[bool]) -> tuple[Docs, Impacts, Impacts, Flags]:
+        """:func:`prefix_sums`' answer for every posting added so far (views of this thread's
+        scratch, valid until its next call)."""
+        if not self.count:
+            return NO_DOCS, NO_IMPACTS, NO_IMPACTS, np.zeros(0, np.bool_)
+        total, masks = _SCRATCH.entries(0, self.words)
+        _SCRATCH.postings(self.count)
+        found = np.concatenate(self.found, out=_SCRATCH.found[: self.count])
+        lower = np.take(total, found, out=_SCRATCH.lower[: self.count])
+        upper = _SCRATCH.upper[: self.count]
         np.copyto(upper, lower)
-        exact = np.ones(len(found), np.bool_)
-        open_bounds = [weights[index] * bounds[index] for index in opened]
+        bound_at = {
+            index + 2: self.weights[index] * bounds[index] for index, done in enumerate(whole) if not done
+        }
+        exact = np.ones(self.count, np.bool_)
         for word, mask in enumerate(masks):
             held = mask[found]
-            missing, wanted = _missing(open_bounds, word)
-            upper += np.take(missing, held, out=_SCRATCH.spare[: len(found)])
+            missing, wanted = _missing(bound_at, word)
+            upper += np.take(missing, held, out=_SCRATCH.spare[: self.count])
             exact &= (held & wanted) == wanted
-    finally:  # the arrays are reused: leave them all zero, at the cost of what was touched
-        for touched in [docs for docs, _ in prefixes] if found is None else [found]:
-            total[touched] = 0.0
+            if word == 0:
+                exact &= (held & _BROKEN) == 0
+        return found, lower, upper, exact
+
+    def clear(self) -> None:
+        """Leave the thread's per-entry arrays all zero again."""
+        total, masks = _SCRATCH.entries(0, self.words)
+        for part in self.found:
+            total[part] = 0.0
             for mask in masks:
-                mask[touched] = 0
-    return found, lower, upper, exact
+                mask[part] = 0
+        self.found, self.count = [], 0
 
 
-def _mark(mask: Marks, docs: Docs, bits: int) -> Marks:
-    """Set ``bits`` in ``docs``' masks; their masks before (a gather, an or and a scatter: ``np.
-    bitwise_or.at`` takes three times as long, and each entry is once in a list)."""
-    before = mask[docs]
-    mask[docs] = before | np.uint8(bits)
-    return before
-
-
-def _missing(open_bounds: Sequence[float], word: int) -> tuple[Impacts, int]:
+def _missing(bound_at: dict[int, float], word: int) -> tuple[Impacts, int]:
     """For each value of mask ``word``, the summed bounds of the open lists its bits say the entry
-    is missing from; and the bits of every open list the word holds."""
+    is missing from (``bound_at``: an open list's weighted bound by its bit, counted over every
+    mask); and the bits of every open list the word holds."""
     values = np.arange(1 << _WIDTH)
     missing, wanted = np.zeros(1 << _WIDTH), 0
     for bit in range(_WIDTH):
-        place = word * _WIDTH + bit - 1  # bit 0 of the first word is _SEEN
-        if 0 <= place < len(open_bounds):
-            missing[(values & (1 << bit)) == 0] += open_bounds[place]
+        bound = bound_at.get(word * _WIDTH + bit)
+        if bound is not None:
+            missing[(values & (1 << bit)) == 0] += bound
             wanted |= 1 << bit
     return missing, wanted
 

@@ -9,7 +9,8 @@ An entry left out of a prefix has an impact of at most the last one read: the pr
 **bound** (0 once the list is read whole: the entry does not hold the term). An entry's **upper
 bound** is its impacts in the prefixes plus, for each term whose prefix it is not in, that
 term's bound, summed and raised by :func:`_raised`. Every entry of the prefixes gets its sum
-and its upper bound in a few vectorised passes (:func:`~store.memory._rank_sums.prefix_sums`),
+and its upper bound in a few vectorised passes (:class:`~store.memory._rank_sums.RoundSums`,
+which keeps the sums of a shallower read and adds only the deeper postings),
 and they are handed out best upper bound first, sorted a batch at a time
 (:func:`~store.memory._rank_sums.best_first`). They are settled :data:`BLOCK` at a time: the
 exact score is the sum when every term is in the entry's prefixes or its list is whole, else it
@@ -49,14 +50,12 @@ from store.memory import _rank_blocks
 from store.memory._rank import idf, impact, query_terms, reference_ranking, score
 from store.memory._rank_index import RANK_PENDING
 from store.memory._rank_sums import (
-    NO_DOCS,
-    NO_IMPACTS,
     POSTING_BYTES,
     Docs,
     Impacts,
+    RoundSums,
     best_first,
     block_arrays,
-    prefix_sums,
 )
 from store.memory._search import MemoryFilter, reach_probe
 
@@ -110,12 +109,15 @@ def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, f
     if probe is not None and int(conn.execute(*probe).fetchone()[0]) < NARROW:
         return _evaluate(conn, present, weights, filters)
     walk = _Walk(conn, present, weights, filters)
-    if filters.limit <= 0:
-        return walk.everything()
-    depth = DEPTH
-    while (found := walk.run(depth)) is None:
-        depth *= GROWTH
-    return found
+    try:
+        if filters.limit <= 0:
+            return walk.everything()
+        depth = DEPTH
+        while (found := walk.run(depth)) is None:
+            depth *= GROWTH
+        return found
+    finally:
+        walk.sums.clear()
 
 
 class _Walk:
@@ -123,8 +125,8 @@ class _Walk:
 
     def __init__(self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter):
         self.conn, self.terms, self.weights, self.filters = conn, terms, weights, filters
-        self.impacts: list[Impacts] = [NO_IMPACTS for _ in terms]  # each prefix, in the list's order
-        self.docs: list[Docs] = [NO_DOCS for _ in terms]
+        self.sums = RoundSums(weights)  # the prefixes' sums, kept from one depth to the next
+        self.counts = [0] * len(terms)  # postings read of each list
         self.blocks = [0] * len(terms)  # blocks read of each list
         self.whole = [False] * len(terms)
         self.bounds = [0.0] * len(terms)
@@ -140,7 +142,7 @@ class _Walk:
         :data:`~store.memory._rank_blocks.MOST`), decoded together."""
         for index, term in enumerate(self.terms):
             read: list[bytes] = []
-            count = len(self.docs[index])
+            count = self.counts[index]
             while not self.whole[index] and count < depth:
                 per_block = count // self.blocks[index] if self.blocks[index] else _rank_blocks.SIZE
                 wanted = (depth - count) // max(per_block, 1) + 3  # blocks vary: a read, not four
@@ -151,17 +153,15 @@ class _Walk:
                 self.whole[index] = len(more) < wanted
             if read:
                 impacts, docs = block_arrays(read)
-                if len(self.docs[index]):
-                    impacts = np.concatenate([self.impacts[index], impacts])
-                    docs = np.concatenate([self.docs[index], docs])
-                self.impacts[index], self.docs[index] = impacts, docs
-            last = self.impacts[index]
-            self.bounds[index] = 0.0 if self.whole[index] or not len(last) else float(last[-1])
+                self.sums.add(index, docs, impacts)
+                self.counts[index] = count
+                if len(impacts):
+                    self.bounds[index] = float(impacts[-1])
+            if self.whole[index]:
+                self.bounds[index] = 0.0
 
     def _sums(self) -> tuple[Docs, Impacts, Impacts, NDArray[np.bool_]]:
-        return prefix_sums(
-            list(zip(self.docs, self.impacts, strict=True)), self.weights, self.bounds, self.whole
-        )
+        return self.sums.result(self.bounds, self.whole)
 
     def everything(self) -> list[tuple[str, float]]:
         """Every match that passes the filters, in order, scored from the whole lists."""
@@ -176,7 +176,7 @@ class _Walk:
         self._restart()
         # postings the open prefixes would hold read GROWTH times as deep: what probing is held to
         deeper = sum(
-            GROWTH * len(docs) for docs, whole in zip(self.docs, self.whole, strict=True) if not whole
+            GROWTH * count for count, whole in zip(self.counts, self.whole, strict=True) if not whole
         )
         limit = self.filters.limit
         unseen = _raised(score(self.weights, [bound or None for bound in self.bounds]))  # in no prefix

@@ -439,6 +439,7 @@ def test_an_entry_settled_from_its_stored_terms_scores_what_the_ranking_function
         walk = _ranked._Walk(conn, terms, weights, MemoryFilter(None, None, None, False, 10))
         if depth:
             walk._read(depth)
+            walk.sums.clear()  # the thread's sums, which the next walk reuses: only the bounds count here
         rows = conn.execute(
             "SELECT d.doc, m.lc_title, m.lc_body, m.lc_scope, m.lc_kind FROM memory_rank_docs AS d"
             " JOIN memory_entries AS m ON m.id = d.id"

@@ -94,3 +94,54 @@ def test_packed_blocks_read_back_exactly(blocks: list[list[tuple[int, float]]]) 
     impacts, docs = block_arrays(data)
     assert impacts.tolist() == [value for block in blocks for _, value in block]
     assert docs.tolist() == [doc for block in blocks for doc, _ in block]
+
+
+@settings(max_examples=300, deadline=None)
+@given(terms=_TERMS, data=st.data())
+def test_sums_kept_across_rounds_are_exact_only_where_added_in_the_terms_order(
+    terms: list[tuple[list[tuple[int, float]], float, float, bool]], data: st.DataObject
+) -> None:
+    """:class:`RoundSums`: each list's postings added over up to three rounds (a prefix read
+    deeper each time), the answer after every round against plain Python: every entry once; an
+    entry whose postings were added in the terms' order summed to the bit and exact exactly when
+    no open list misses it; one summed out of that order never exact, its sum and bound within
+    rounding; the thread's arrays all zero after :meth:`~RoundSums.clear`."""
+    weights = [weight for _, weight, _, _ in terms]
+    bounds = [bound for _, _, bound, _ in terms]
+    whole = [done for _, _, _, done in terms]
+    cuts = [
+        sorted(data.draw(st.lists(st.integers(0, len(p)), min_size=2, max_size=2))) for p, _, _, _ in terms
+    ]
+    sums = _rank_sums.RoundSums(weights)
+    added: dict[int, list[tuple[int, int]]] = {}  # entry: (round, list) of each of its postings, in order
+    try:
+        for round_ in range(3):
+            for index, (postings, _, _, _) in enumerate(terms):
+                start = 0 if round_ == 0 else cuts[index][round_ - 1]
+                stop = cuts[index][round_] if round_ < 2 else len(postings)
+                sums.add(index, *_arrays(postings[start:stop]))
+                for doc, _ in postings[start:stop]:
+                    added.setdefault(doc, []).append((round_, index))
+            found, lower, upper, exact = sums.result(bounds, whole)
+            values = zip(lower.tolist(), upper.tolist(), exact.tolist(), strict=True)
+            answers = dict(zip(found.tolist(), values, strict=True))
+            assert len(answers) == len(found) and set(answers) == set(added)
+            held = [dict(postings) for postings, _, _, _ in terms]
+            for doc, (total, bound, flag) in answers.items():
+                lists = [index for _, index in added[doc]]
+                in_order = lists == sorted(lists)
+                expected = 0.0
+                for index in sorted(lists):
+                    expected += weights[index] * held[index][doc]
+                missing = [
+                    weights[i] * bounds[i] for i in range(len(terms)) if not whole[i] and i not in lists
+                ]
+                assert flag == (in_order and not missing), doc
+                if in_order:
+                    assert total == expected, doc
+                assert math.isclose(total, expected, rel_tol=1e-12, abs_tol=1e-12)
+                assert math.isclose(bound, expected + sum(missing), rel_tol=1e-12, abs_tol=1e-12)
+    finally:
+        sums.clear()
+    assert not _rank_sums._SCRATCH.total.any()
+    assert not any(mask.any() for mask in _rank_sums._SCRATCH.masks)
