@@ -173,12 +173,16 @@ class RoundSums:
             return
         total, masks = _SCRATCH.entries(int(docs.max()) + 1, self.words)
         _SCRATCH.postings(len(docs))
+        before = [mask[docs] for mask in masks]
+        # the new entries are recorded before any write, so that clear() finds every entry written
+        fresh = docs[(before[0] & _SEEN) == 0]
+        self.found.append(fresh)
+        self.count += len(fresh)
         np.add.at(total, docs, np.multiply(impacts, self.weights[index], out=_SCRATCH.values[: len(docs)]))
         bit = index + 2
         later = [0] * self.words  # the bits of the lists after this one, in each mask
         for after in range(bit + 1, len(self.weights) + 2):
             later[after // _WIDTH] |= 1 << after % _WIDTH
-        before = [mask[docs] for mask in masks]
         broken = np.zeros(len(docs), np.bool_)
         for word, bits in enumerate(later):
             if bits:
@@ -190,9 +194,6 @@ class RoundSums:
         else:
             masks[bit // _WIDTH][docs] = before[bit // _WIDTH] | np.uint8(1 << bit % _WIDTH)
         masks[0][docs] = first
-        fresh = docs[(before[0] & _SEEN) == 0]
-        self.found.append(fresh)
-        self.count += len(fresh)
 
     def result(self, bounds: Sequence[float], whole: Sequence[bool]) -> tuple[Docs, Impacts, Impacts, Flags]:
         """:func:`prefix_sums`' answer for every posting added so far (views of this thread's
