@@ -5,7 +5,7 @@ filters and limits, ``memory.query`` answers entry for entry, in order and to th
 score, what :func:`~store.memory._rank.reference_ranking` computes directly from the entries'
 text. The prefixes first read are made tiny (``DEPTH``) and entries settled one or two at a time
 (``BLOCK``), so that deeper reads, bounds where a prefix stops, settling from stored terms,
-marks of open lists past one byte and scoring a narrow scope directly are all exercised; the
+marks of lists past one byte and scoring a narrow scope directly are all exercised; the
 index's own invariants are checked after every example.
 """
 
@@ -85,7 +85,7 @@ def test_the_index_answers_exactly_what_the_ranking_function_says(
         patch.setattr(_rank_blocks, "SIZE", size)
         patch.setattr(_rank_blocks, "MOST", data.draw(st.sampled_from([size, 2 * size, 2 * size + 1])))
         patch.setattr(_ranked, "NARROW", data.draw(st.sampled_from([0, 2_000])))
-        # marks of two bits a byte: a query's open lists then fill more than one byte of marks
+        # marks of two bits a byte: a query's lists then fill more than one byte of marks
         patch.setattr(_rank_sums, "_WIDTH", data.draw(st.sampled_from([2, 8])))
         stored = [store.memory.record(actor="op", **fields) for fields in entries[: len(entries) // 2]]
         stored += store.memory.record_many(entries[len(entries) // 2 :], actor="op")
