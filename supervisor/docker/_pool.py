@@ -12,15 +12,16 @@ it is filled until the launch that claims it ends.
 :meth:`WarmPool.claim` hands an unclaimed container of the right plan to one launch and never again;
 the launch then writes its token and binds its socket in that directory and releases the container
 (:meth:`PooledContainer.release`, the go line). The pool refills in the background, only with
-tokens nobody waits for. A launch that cannot use the pool and finds every token taken evicts an
-idle pooled container (:meth:`WarmPool.evict_idle`). :meth:`WarmPool.run` removes every unclaimed
-container when it stops; the reaper removes those of a pool whose owner died.
+tokens nobody waits for, and while a launch that claimed one of its containers runs, one container
+at a time (:meth:`WarmPool.refill_waits`): creating and starting a container is the engine's CPU,
+which a burst of launches needs for their own containers. A launch that cannot use the pool and
+finds every token taken evicts an idle pooled container (:meth:`WarmPool.evict_idle`).
+:meth:`WarmPool.run` removes every unclaimed container when it stops; the reaper removes those of a
+pool whose owner died.
 """
 
 from __future__ import annotations
 
-import secrets
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,22 +31,13 @@ import structlog
 
 from store.errors import RoundtableError
 from supervisor.docker._client import DockerClient
+from supervisor.docker._pool_start import SlotStarter, new_slot_id
 from supervisor.docker._pooled import PooledContainer, no_dir
-from supervisor.docker._prestart import Prestart, Recipe, config_digest, write_recipe
-from supervisor.docker._slot import open_slot
-from supervisor.launch import (
-    LaunchPlan,
-    LaunchRuntimeDir,
-    RuntimeRoot,
-    container_kwargs,
-    container_name,
-)
+from supervisor.docker._prestart import Prestart
+from supervisor.launch import LaunchPlan, RuntimeRoot, container_name
 
 __all__ = ["WarmPool", "acquire_slot", "plan_shape"]
 
-_UNCLAIMED = "unclaimed"
-_READY_SECONDS = 120.0
-_WATCH_SECONDS = 7 * 24 * 3600.0
 _MAX_FAILURES = 3
 _DISABLED = "pooled containers end before their claim; is the role image current (roundtable image build)?"
 _UNREACHABLE = "the Docker engine could not start pooled containers (see last_error); launches run cold"
@@ -114,8 +106,10 @@ class WarmPool:
         self._started = 0
         self._scope = anyio.CancelScope()
         self._stopped = anyio.Event()
-        self._prestart = prestart
-        self._recipe_of = recipe_of
+        self._starter = SlotStarter(
+            docker, runtime, plan=plan, supervisor_id=supervisor_id, owner=owner, prestart=prestart,
+            recipe_of=recipe_of,
+        )  # fmt: skip
 
     @property
     def idle(self) -> list[PooledContainer]:
@@ -152,10 +146,7 @@ class WarmPool:
                     # Claimed but never let go: its launch fails at the go line, if it gets there.
                     for slot in [s for s in self._slots if not s.released]:
                         cleanup.start_soon(self._discard, slot)
-            if self._prestart is not None:  # never filled (no free launch slot): not ours to keep
-                prestart, self._prestart = self._prestart, None
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=False))
+            await self._starter.discard_prestart()  # never filled (no free launch slot): not ours to keep
             self._stopped.set()
 
     async def stop(self) -> None:
@@ -163,15 +154,32 @@ class WarmPool:
         self._scope.cancel()
         await self._stopped.wait()
 
+    def refill_waits(self) -> bool:
+        """Whether the next refill waits for the one under way: it does while a claimed container's
+        launch runs (one refill at a time, so the engine's work for later launches does not compete
+        with the running ones'), never otherwise. Refilling never stops: a long launch cannot leave
+        the pool empty for the launches after it."""
+        if not self._refill:
+            return False
+        claimed = starting = False
+        for slot in self._slots:
+            if slot.claimed:
+                claimed = True
+            elif not slot.ready.is_set() and not slot.gone.is_set():
+                starting = True
+        return claimed and starting
+
     def _top_up(self, group: anyio.abc.TaskGroup) -> None:
-        """Start filling slots until the pool is full or no launch slot is free."""
+        """Start filling slots until the pool is full, no launch slot is free, or a refill waits."""
         self._changed = anyio.Event()
         while len(self.idle) < self.size and not self.disabled:
             if not self._refill and self._started >= self.size:
                 return
-            slot_id, weight = f"W-{secrets.token_hex(6)}", self._refill  # a one-shot's runs at once
-            if self._prestart is not None and not self._slots:
-                slot_id = self._prestart.slot_id
+            if self.refill_waits():
+                return
+            slot_id, weight = new_slot_id(), self._refill  # a one-shot's runs at once
+            if (prestart := self._starter.prestart) is not None and not self._slots:
+                slot_id = prestart.slot_id
             slot = PooledContainer(slot_id, no_dir(), self.shape, docker=self.docker, low_weight=weight)
             try:
                 self.limiter.acquire_on_behalf_of_nowait(slot)
@@ -182,8 +190,15 @@ class WarmPool:
             group.start_soon(self._fill, slot)
 
     async def until_ready(self) -> int:
-        """Wait until every unclaimed container is ready (or gone); return how many are ready."""
-        while pending := [s for s in self.idle if not s.ready.is_set() and not s.gone.is_set()]:
+        """Wait until the pool is as full as its free launch slots let it be and every unclaimed
+        container is ready (or gone); return how many are ready. Refills that are due (a launch just
+        ended) or that wait for the one under way are started here as they may."""
+        while True:
+            if self._group is not None:
+                self._top_up(self._group)
+            pending = [s for s in self.idle if not s.ready.is_set() and not s.gone.is_set()]
+            if not pending:
+                break
             await pending[0].wait_ready()
         return sum(1 for s in self.idle if s.ready.is_set())
 
@@ -254,14 +269,7 @@ class WarmPool:
         try:
             ready, failure = False, ""
             try:
-                if not await self._adopted(slot):
-                    slot.rundir = await anyio.to_thread.run_sync(self._prepare, slot)
-                    kwargs = self._kwargs(slot, slot.rundir.path)
-                    slot.container_id = await self.docker.create(kwargs)
-                    await self.docker.start(slot.container_id)
-                    if self._recipe_of is not None:
-                        await anyio.to_thread.run_sync(self._write_recipe, self._recipe_of, slot, kwargs)
-                ready = await self._await_ready(slot)
+                ready = await self._starter.start(slot)
             except (OSError, RoundtableError) as exc:
                 log.warning("pool_fill_failed", error=str(exc))
                 failure = str(exc)
@@ -271,8 +279,9 @@ class WarmPool:
             if ready and not slot.gone.is_set():
                 self._failures = 0
                 slot.ready.set()
+                self.poke()  # a refill that waited for this one may start
                 log.info("pool_container_ready", container_id=slot.container_id[:12])
-                if await self._ended_unclaimed(slot):  # died while it waited: replaced, not lent
+                if await self._starter.ended_unclaimed(slot):  # died while it waited: replaced, not lent
                     log.warning("pool_container_died", container_id=slot.container_id[:12])
                     with anyio.CancelScope(shield=True):
                         await self._discard(slot)
@@ -290,87 +299,6 @@ class WarmPool:
             raise
         with anyio.CancelScope(shield=True):
             await self._discard(slot)
-
-    def _kwargs(self, slot: PooledContainer, rundir: Path) -> dict[str, Any]:
-        # No token yet: the container's spec redacts nothing, for it has no secret.
-        spec = self.plan.spec(slot.slot_id, _UNCLAIMED, rundir, token="")
-        return container_kwargs(spec, self.supervisor_id, pool_owner=self.owner, low_weight=slot.low_weight)
-
-    def _write_recipe(self, project_root: Path, slot: PooledContainer, kwargs: dict[str, Any]) -> None:
-        """Record the recipe of ``slot``'s container; a failure costs the next launch its prestart only."""
-        digest = config_digest(project_root)
-        if not digest:
-            return
-        recipe = Recipe(digest, kwargs, slot.slot_id, self.owner, str(slot.rundir.path), self.supervisor_id)
-        try:
-            write_recipe(self.runtime, recipe)
-        except (OSError, RoundtableError) as exc:
-            _log.warning("prestart_recipe_not_written", error=str(exc))
-
-    async def _adopted(self, slot: PooledContainer) -> bool:
-        """Take the prestarted container as ``slot``'s if it is exactly the one the pool would create;
-        else remove it (and give the slot a fresh id). False without a prestart for this slot. The
-        prestart stays the pool's to discard (:meth:`run`) until it is adopted or removed here."""
-        prestart = self._prestart
-        if prestart is None or prestart.slot_id != slot.slot_id:
-            return False
-        container_id = await anyio.to_thread.run_sync(prestart.started)
-        rundir = prestart.rundir
-        kwargs = None if rundir is None else self._kwargs(slot, rundir.path)
-        if (
-            container_id
-            and rundir
-            and kwargs
-            and prestart.matches(kwargs, runtime=self.runtime, owner=self.owner)
-        ):
-            slot._fds.extend(prestart.adopt())
-            self._prestart = None
-            slot.rundir, slot.container_id = rundir, container_id
-            _log.info("pool_prestart_adopted", slot_id=slot.slot_id, container_id=container_id[:12])
-            return True
-        _log.info(
-            "pool_prestart_discarded", slot_id=slot.slot_id, reason=prestart.error or "arguments differ"
-        )
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(partial(prestart.discard, release_lock=False))
-        self._prestart = None
-        slot.slot_id = f"W-{secrets.token_hex(6)}"
-        return False
-
-    async def _ended_unclaimed(self, slot: PooledContainer) -> bool:
-        """Wait while ``slot`` waits for its claim; True if its container ended first (its claim, an
-        eviction or an engine that cannot be asked end the wait with False)."""
-        with slot.watching:
-            try:
-                status = await self.docker.wait(slot.container_id, _WATCH_SECONDS)
-            except RoundtableError:
-                return False
-            return status is not None and not slot.claimed
-        return False
-
-    def _prepare(self, slot: PooledContainer) -> LaunchRuntimeDir:
-        slot.rundir = open_slot(self.runtime, slot.slot_id, slot._fds)
-        return slot.rundir
-
-    async def _await_ready(self, slot: PooledContainer) -> bool:
-        """True once the container says ready on its FIFO; False if it exits (or takes too long)."""
-        outcome: list[bool] = []
-        with anyio.move_on_after(_READY_SECONDS):
-            async with anyio.create_task_group() as group:
-
-                async def said_ready() -> None:
-                    await anyio.wait_readable(slot._fds[0])
-                    outcome.append(True)
-                    group.cancel_scope.cancel()
-
-                async def exited() -> None:
-                    await self.docker.wait(slot.container_id, _READY_SECONDS)
-                    outcome.append(False)
-                    group.cancel_scope.cancel()
-
-                group.start_soon(said_ready)
-                group.start_soon(exited)
-        return bool(outcome) and outcome[0]
 
     async def _discard(self, slot: PooledContainer) -> None:
         """Remove an unclaimed (or evicted) slot's container and directory, and free its token."""
