@@ -18,13 +18,16 @@ from supervisor.launch import ContainerOutcome, LaunchPhase, LaunchSpec
 __all__ = ["Abort", "RunningLaunches", "check_requested", "record_abort", "record_end", "recover"]
 
 _log = structlog.get_logger("roundtable.launcher")
+_HOLD_SECONDS = 30.0
+_HOLD_AT_MOST = 32
 
 Abort = Callable[[LaunchStatus, str, "str | None"], Awaitable[None]]
 """Cleans up after a launch that could not finish and records ``(status, reason, error)``."""
 
 
 class RunningLaunches:
-    """The launches a launcher runs now: each checked (:func:`check_requested`), counted while it runs."""
+    """The launches a launcher runs now: each checked (:func:`check_requested`), counted while it runs,
+    and the background clean-up that waits for them (:meth:`after_running_launches`)."""
 
     def __init__(
         self, launches: LaunchStore, *, supervisor_id: str, cleanup_seconds: float, log_bytes: int
@@ -34,6 +37,9 @@ class RunningLaunches:
         self.cleanup_seconds = cleanup_seconds
         self.log_bytes = log_bytes
         self._running: set[str] = set()
+        self._left: anyio.Event | None = None
+        """Set (and dropped) each time a launch stops running, for the clean-up that waits."""
+        self._held = 0
 
     @property
     def running(self) -> frozenset[str]:
@@ -51,6 +57,26 @@ class RunningLaunches:
             return await body()
         finally:
             self._running.discard(spec.launch_id)
+            if self._left is not None:
+                self._left.set()
+                self._left = None
+
+    async def after_running_launches(self) -> None:
+        """Wait until no launch of this launcher runs: a background clean-up step (removing an ended
+        launch's container) waits here, for it is the engine's CPU that running launches need, and
+        the next quiet moment does it as well. At most ``_HOLD_AT_MOST`` steps wait, none longer
+        than ``_HOLD_SECONDS``: under a steady load they go on all the same."""
+        if not self._running or self._held >= _HOLD_AT_MOST:
+            return
+        self._held += 1
+        try:
+            with anyio.move_on_after(_HOLD_SECONDS):
+                while self._running:
+                    if self._left is None:
+                        self._left = anyio.Event()
+                    await self._left.wait()
+        finally:
+            self._held -= 1
 
 
 def check_requested(spec: LaunchSpec, launch: Launch, running: Collection[str]) -> None:

@@ -275,12 +275,16 @@ class DockerLauncher(RunningLaunches):
         return redacted_tail(raw, spec.redact, self.log_bytes)
 
     async def _remove_quietly(self, container: str) -> None:
-        """A background removal: what fails is logged, and the reaper finishes it at the next start."""
+        """A background removal, once no other launch runs (:meth:`after_running_launches`; at once
+        if cancelled meanwhile): what fails is logged, and the reaper finishes it at the next start."""
         warnings: list[str] = []
-        with anyio.CancelScope(shield=True), anyio.move_on_after(self.cleanup_seconds):
-            await self._remove(container, warnings)
-        for warning in warnings:
-            _log.warning("cleanup_incomplete", container_id=container[:12], detail=warning)
+        try:
+            await self.after_running_launches()
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.cleanup_seconds):
+                await self._remove(container, warnings)
+            for warning in warnings:
+                _log.warning("cleanup_incomplete", container_id=container[:12], detail=warning)
 
     async def _remove(self, container: str, warnings: list[str]) -> None:
         try:
