@@ -408,3 +408,114 @@ async def test_a_one_shot_pools_container_runs_at_the_default_weight(
     assert result.launch.status is LaunchStatus.EXITED, result.launch.to_dict(with_log=True)
     assert result.launch.container_id == container.id
     assert calls == []
+
+
+# -- what a burst of launches leaves to the engine: one refill at a time, removals after ----------------
+
+
+class CountedStarts:
+    """Wraps a pool's container start-up and keeps the most starts that were under way at once."""
+
+    def __init__(self, pool: WarmPool) -> None:
+        self.pool, self.now, self.most = pool, 0, 0
+        self._start = pool._starter.start
+        pool._starter.start = self._counted  # type: ignore[method-assign]
+
+    async def _counted(self, slot: Any) -> bool:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            return await self._start(slot)
+        finally:
+            self.now -= 1
+
+
+class HeldLaunches:
+    """An ``on_phase`` reporter that holds each launch once its container runs, until let go."""
+
+    def __init__(self, count: int) -> None:
+        self.count, self.running = count, 0
+        self.all_running, self.go = anyio.Event(), anyio.Event()
+
+    async def __call__(self, phase: str, details: dict[str, Any]) -> None:
+        if phase == "running":
+            self.running += 1
+            if self.running == self.count:
+                self.all_running.set()
+            await self.go.wait()
+
+
+async def test_while_a_claimed_launch_runs_the_pool_refills_one_container_at_a_time(
+    pool_store: Store, docker_sdk: Any
+) -> None:
+    ids = await proposals(pool_store, 2)
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(2) as pool:
+        assert pool is not None
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 2
+        starts, held = CountedStarts(pool), HeldLaunches(2)
+        results = []
+        async with anyio.create_task_group() as launches:
+
+            async def launch(proposal_id: str) -> None:
+                results.append(await supervisor.launch_role("memory_oracle", proposal_id, on_phase=held))
+
+            for proposal_id in ids:
+                launches.start_soon(launch, proposal_id)
+            with anyio.fail_after(180):
+                await held.all_running.wait()
+                # Both claimed launches still run; two launch slots are free (4 in all): the pool
+                # refills both, never both at once, and does not wait for the launches to end.
+                assert await pool.until_ready() == 2
+            assert (starts.most, len(pool.idle)) == (1, 2)
+            held.go.set()
+        assert [r.launch.status for r in results] == [LaunchStatus.EXITED] * 2
+        # With nothing claimed, the pool refills at once: two evicted, two started together.
+        assert pool.evict_idle() and pool.evict_idle()
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 2
+        assert starts.most == 2
+    assert pooled(docker_sdk, pool_store) == []
+
+
+async def test_an_ended_launchs_container_is_removed_once_no_other_launch_runs(
+    pool_store: Store, docker_sdk: Any
+) -> None:
+    first, second = await proposals(pool_store, 2)
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(2) as pool:
+        assert pool is not None
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 2
+        held = HeldLaunches(1)
+        async with anyio.create_task_group() as launches:
+            ended: list[Any] = []
+
+            async def launch_held() -> None:
+                ended.append(await supervisor.launch_role("memory_oracle", second, on_phase=held))
+
+            launches.start_soon(launch_held)
+            with anyio.fail_after(180):
+                await held.all_running.wait()
+                done = await supervisor.launch_role("memory_oracle", first)
+            assert done.launch.status is LaunchStatus.EXITED
+            # Its container has stopped and its end is recorded; the other launch still runs, so
+            # its removal waits (the engine's CPU is the running launch's).
+            container = await anyio.to_thread.run_sync(docker_sdk.containers.get, done.launch.container_id)
+            assert container.status == "exited"
+            held.go.set()
+        assert ended[0].launch.status is LaunchStatus.EXITED
+        # No launch runs now: both are removed while the service goes on (the engine says when).
+        with anyio.fail_after(60):
+            for launch in (done, ended[0]):
+                await anyio.to_thread.run_sync(wait_removed, docker_sdk, str(launch.launch.container_id))
+    assert pooled(docker_sdk, pool_store) == []
+
+
+def wait_removed(docker_sdk: Any, container_id: str) -> None:
+    """Return once the engine has removed ``container_id`` (at once if it is gone already)."""
+    import docker.errors
+
+    try:
+        docker_sdk.api.wait(container_id, condition="removed", timeout=60)
+    except docker.errors.NotFound:
+        return
