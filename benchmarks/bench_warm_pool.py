@@ -4,8 +4,10 @@ In one run, on one project whose ``roundtable serve`` keeps ``--pool`` container
 
 * **warm launch**: ``docker run --rm --network none IMAGE --version`` (the engine's floor) and
   ``roundtable oracle launch P --wait`` as a user runs it (a new process, handed to the serve, which
-  claims a pooled container), interleaved; before each launch the pool is let refill (the serve's
-  ``pool.ready`` hand-off operation answers once its containers wait for a claim), untimed;
+  claims a pooled container), interleaved; before each launch the serve is let settle, untimed: its
+  pool full (the ``pool.ready`` hand-off operation answers once its containers wait for a claim) and
+  nothing of an earlier launch left to remove (a serve defers removals while launches run, and the
+  next timed section must not meet them);
 * **throughput**: 8 such launches one after another, then 8 at once (8 processes started
   together), each from a full pool of 8 (``max_concurrent_launches`` 8), interleaved over rounds.
 
@@ -131,8 +133,9 @@ def _pool_ready(root: Path) -> int:
     return int(answer["ready"])
 
 
-def _settled(root: Path, timeout: float = 60.0) -> None:
-    """Wait until the project's only containers are its pool's, running (claimed ones removed)."""
+def _settled(root: Path, pool: int, timeout: float = 60.0) -> None:
+    """Wait until the project's only containers are its pool's ``pool``, running (claimed ones removed,
+    refills started: a serve that defers either until no launch runs has done it)."""
     label = f"label=roundtable.supervisor={supervisor_id_for(root)}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -140,7 +143,9 @@ def _settled(root: Path, timeout: float = 60.0) -> None:
             ["docker", "ps", "-a", "--filter", label, "--format", "{{.State}} {{.Labels}}"],
             capture_output=True, text=True, check=True,
         ).stdout.split("\n")  # fmt: skip
-        if all(line.startswith("running ") and "roundtable.pool=" in line for line in filter(None, states)):
+        lines = list(filter(None, states))
+        pooled = [line for line in lines if line.startswith("running ") and "roundtable.pool=" in line]
+        if len(pooled) == len(lines) == pool:
             return
         time.sleep(0.05)  # the engine has no event for "nothing left to remove": poll it
     raise SystemExit("the serve's containers did not settle")
@@ -180,8 +185,8 @@ def _bare(image: str) -> float:
 class _Tree:
     """One source tree under test: its project, its proposals and its figures."""
 
-    def __init__(self, tree: Path, image: str, root: Path, proposals: Iterator[str]):
-        self.tree, self.image, self.root, self.proposals = tree, image, root, proposals
+    def __init__(self, tree: Path, image: str, root: Path, proposals: Iterator[str], pool: int):
+        self.tree, self.image, self.root, self.proposals, self.pool = tree, image, root, proposals, pool
         self.warm: list[float] = []
         self.in_turn: list[float] = []
         self.at_once: list[float] = []
@@ -192,6 +197,10 @@ class _Tree:
         return _launch(self.root, self.tree, next(self.proposals))
 
     def ready(self) -> None:
+        """Wait until the serve has settled: its pool full, every container ready for a claim, nothing
+        of an earlier launch left to remove (so no timed section meets another's background work)."""
+        _pool_ready(self.root)
+        _settled(self.root, self.pool)
         _pool_ready(self.root)
 
 
@@ -206,8 +215,7 @@ def _rounds(tree: _Tree) -> None:
     with tree.cpu.measure():
         started = time.perf_counter()
         tree.at_once.append(_timed([tree.launch() for _ in range(_BATCH)], started))
-    tree.ready()
-    _settled(tree.root)  # the round's refills and removals done: what the idle interval sees is not ours
+    tree.ready()  # the round's refills and removals done: what the idle interval sees is not ours
     tree.floor.idle(tree.at_once[-1])
 
 
@@ -238,7 +246,7 @@ def main() -> None:
             _configure(paths.config_file, image or args.image, args.pool)
             needed = 1 + args.repeat + 2 * _BATCH * args.rounds
             made = iter(anyio.run(_proposals, paths, needed))
-            trees.append(_Tree(Path(source).resolve(), image or args.image, root, made))
+            trees.append(_Tree(Path(source).resolve(), image or args.image, root, made, args.pool))
         for tree in trees:
             tree.cpu.processes["serve"] = stack.enter_context(_serve(tree.root, tree.tree)).pid
         for tree in trees:
