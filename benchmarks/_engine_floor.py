@@ -11,7 +11,10 @@ them), less the machine's background load, measured over an idle interval as lon
 (:meth:`EngineFloor.idle`). The rest, the serve, the commands and the containers' own processes
 (the runner), is Roundtable's. The ceiling reported is the most ``n`` launches at once could gain
 over ``n`` in turn taking ``in_turn`` seconds if Roundtable's share were nothing:
-``in_turn / (n * engine CPU / cores)``.
+``in_turn / (n * engine CPU / cores)``; and beside it the ceiling both shares set together,
+``in_turn / (n * (engine + Roundtable) CPU / cores)``, the most 8 at once can gain as the launches
+are. A launch that uses the machine for as long as it takes (no wait on anything but CPU) therefore
+gains at most ``cores`` times at once, and less as its own work already runs on several cores.
 """
 
 from __future__ import annotations
@@ -60,5 +63,11 @@ class EngineFloor:
                 f"  engine floor of {batch} at once: {batch} x {engine * 1000:.0f} ms / {self.cores} cores"
                 f" = {floor * 1000:.0f} ms, a throughput ceiling of x{in_turn / floor:5.2f}"
                 f" over the {batch} in turn"
+            )
+        if engine + ours > 0:
+            floor = batch * (engine + ours) / self.cores
+            lines.append(
+                f"  CPU floor of {batch} at once (both shares): {floor * 1000:.0f} ms, a throughput"
+                f" ceiling of x{in_turn / floor:5.2f} over the {batch} in turn, as the launches are"
             )
         return lines
