@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import ssl
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +27,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 if TYPE_CHECKING:
+    import ssl
+
     from anyio.abc import ByteStream
 
 __all__ = ["MAX_BODY_BYTES", "HttpError", "Response", "TlsHttpClient", "UnixHttpClient"]
@@ -141,7 +142,7 @@ class UnixHttpClient:
         """Close the connection, if one is open."""
         reader, self._reader = self._reader, None
         if reader is not None:
-            with contextlib.suppress(OSError, ssl.SSLError, anyio.BrokenResourceError):
+            with contextlib.suppress(OSError, anyio.BrokenResourceError):
                 await reader.stream.aclose()  # a broken connection (no TLS shutdown possible) is closed
 
     async def post(self, path: str, content: bytes, headers: dict[str, str]) -> Response:
@@ -214,7 +215,7 @@ class TlsHttpClient(UnixHttpClient):
     async def _connect(self) -> ByteStream:
         try:
             return await anyio.connect_tcp(self.host, self.port, ssl_context=self.ssl_context)
-        except (OSError, ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+        except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:  # ssl.SSLError is an OSError
             why = str(exc) or f"{type(exc).__name__} in the TLS handshake"
             raise HttpError(f"cannot connect to {self.host}:{self.port}: {why}") from None
 

@@ -18,7 +18,6 @@ the same header; a plain ``http://`` URL is refused, so a token never crosses a 
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,6 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx2
     from mcp import Client
 
@@ -95,6 +96,8 @@ class ChannelPaths:
 
     def ssl_context(self) -> ssl.SSLContext:
         """Certificate and host-name checks against the CA file (the system's CAs without one)."""
+        import ssl  # only a TLS channel's: a tenth of the runner's imports in the container
+
         try:
             return ssl.create_default_context(cafile=None if self.ca_file is None else str(self.ca_file))
         except (OSError, ssl.SSLError) as exc:
