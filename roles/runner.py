@@ -122,9 +122,24 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's own, its width found without ``shutil``: argparse builds a formatter for every
+    argument it adds, and its default one imports ``shutil`` (and with it ``bz2``, ``lzma``), about
+    8 ms of every launch's start-up in the container, for help the runner prints only when asked."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            columns = int(os.environ.get("COLUMNS") or os.get_terminal_size().columns)
+        except (ValueError, OSError):
+            columns = 80
+        super().__init__(prog, width=max(columns - 2, 20))
+
+
 def _config(argv: Sequence[str] | None) -> RunnerConfig:
     channel = Path(os.environ.get("ROUNDTABLE_CHANNEL_DIR", str(DEFAULT_CHANNEL_DIR)))
-    parser = argparse.ArgumentParser(prog="roles.runner", description="Roundtable role runner.")
+    parser = argparse.ArgumentParser(
+        prog="roles.runner", description="Roundtable role runner.", formatter_class=_HelpFormatter
+    )
     parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--socket", type=Path, default=channel / "mcp.sock", help="the launch socket")
     parser.add_argument("--token-file", type=Path, default=channel / "token", help="the grant's token file")
