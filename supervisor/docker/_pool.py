@@ -135,6 +135,9 @@ class WarmPool:
                     task_status.started()  # the first containers are on their way
                     while True:
                         await self._changed.wait()
+                        # A new event before the top-up, here only: a poke during it runs the loop
+                        # again, and a top-up from elsewhere (until_ready) never strands this wait.
+                        self._changed = anyio.Event()
                         self._top_up(group)
         finally:
             self._group = None
@@ -156,9 +159,10 @@ class WarmPool:
 
     def refill_waits(self) -> bool:
         """Whether the next refill waits for the one under way: it does while a claimed container's
-        launch runs (one refill at a time, so the engine's work for later launches does not compete
-        with the running ones'), never otherwise. Refilling never stops: a long launch cannot leave
-        the pool empty for the launches after it."""
+        launch runs (one unclaimed refill at a time, so the engine's work for later launches does
+        not compete with the running ones'), never otherwise. A launch that claims the container
+        under way lets the next one start (it waits for it: the pool is short), and refilling never
+        stops: a long launch cannot leave the pool empty for the launches after it."""
         if not self._refill:
             return False
         claimed = starting = False
@@ -171,7 +175,6 @@ class WarmPool:
 
     def _top_up(self, group: anyio.abc.TaskGroup) -> None:
         """Start filling slots until the pool is full, no launch slot is free, or a refill waits."""
-        self._changed = anyio.Event()
         while len(self.idle) < self.size and not self.disabled:
             if not self._refill and self._started >= self.size:
                 return
@@ -207,7 +210,7 @@ class WarmPool:
         same container twice. The caller must :meth:`finished` it when its launch ends."""
         if plan_shape(plan) != self.shape or self._group is None:
             return None
-        for slot in self.idle:
+        for slot in self.idle:  # ready ones first
             if not slot.gone.is_set():
                 slot.claimed = True
                 slot.watching.cancel()  # from now on the launch's launcher waits for it

@@ -414,20 +414,32 @@ async def test_a_one_shot_pools_container_runs_at_the_default_weight(
 
 
 class CountedStarts:
-    """Wraps a pool's container start-up and keeps the most starts that were under way at once."""
+    """Wraps a pool's container start-up and keeps the most starts that were under way at once;
+    with ``gated``, each start waits for :attr:`gate` before it begins (the engine's pace, held)."""
 
-    def __init__(self, pool: WarmPool) -> None:
+    def __init__(self, pool: WarmPool, *, gated: bool = False) -> None:
         self.pool, self.now, self.most = pool, 0, 0
+        self.gate, self.counted = anyio.Event(), anyio.Event()
+        if not gated:
+            self.gate.set()
         self._start = pool._starter.start
         pool._starter.start = self._counted  # type: ignore[method-assign]
 
     async def _counted(self, slot: Any) -> bool:
         self.now += 1
         self.most = max(self.most, self.now)
+        self.counted.set()
+        self.counted = anyio.Event()
         try:
+            await self.gate.wait()
             return await self._start(slot)
         finally:
             self.now -= 1
+
+    async def until_under_way(self, count: int) -> None:
+        """Wait until ``count`` starts are under way at once."""
+        while self.now < count:
+            await self.counted.wait()
 
 
 class HeldLaunches:
@@ -519,3 +531,38 @@ def wait_removed(docker_sdk: Any, container_id: str) -> None:
         docker_sdk.api.wait(container_id, condition="removed", timeout=60)
     except docker.errors.NotFound:
         return
+
+
+async def test_a_launch_that_waits_for_a_starting_container_lets_the_next_refill_start(
+    pool_store: Store, docker_sdk: Any
+) -> None:
+    ids = await proposals(pool_store, 3)
+    async with Supervisor(pool_store) as supervisor, supervisor.warm(2) as pool:
+        assert pool is not None
+        with anyio.fail_after(120):
+            assert await pool.until_ready() == 2
+        starts, held = CountedStarts(pool, gated=True), HeldLaunches(2)
+        results = []
+        async with anyio.create_task_group() as launches:
+
+            async def launch(proposal_id: str, on_phase: Any = None) -> None:
+                results.append(await supervisor.launch_role("memory_oracle", proposal_id, on_phase=on_phase))
+
+            for proposal_id in ids[:2]:
+                launches.start_soon(launch, proposal_id, held)
+            with anyio.fail_after(60):  # the starts are counted before the engine is asked
+                await held.all_running.wait()
+                await starts.until_under_way(1)
+                for _ in range(20):
+                    await anyio.lowlevel.checkpoint()
+                # Both claims found a ready container, and nobody called until_ready since: the
+                # pool's own loop started the refills, one at a time.
+                assert starts.now == 1
+                # A third launch finds none ready: it claims the one starting and waits for it, so
+                # the pool is short, and the other refill starts at once beside it.
+                launches.start_soon(launch, ids[2])
+                await starts.until_under_way(2)
+            starts.gate.set()
+            held.go.set()
+        assert [r.launch.status for r in results] == [LaunchStatus.EXITED] * 3
+    assert pooled(docker_sdk, pool_store) == []
