@@ -91,11 +91,7 @@ class WarmPool:
         if it is exactly what the pool would create (:mod:`supervisor.docker._prestart`).
         ``recipe_of``: the project root whose recipe each container the pool creates is recorded as."""
         self.docker = docker
-        self.runtime = runtime
-        self.supervisor_id = supervisor_id
-        self.owner = owner
         self.limiter = limiter
-        self.plan = plan
         self.shape = plan_shape(plan)
         self.size = size
         self._slots: list[PooledContainer] = []

@@ -69,14 +69,14 @@ class SlotStarter:
         errors propagate; whatever was made is the pool's to discard (``slot`` records it)."""
         if not await self._adopted(slot):
             slot.rundir = await anyio.to_thread.run_sync(self._prepare, slot)
-            kwargs = self.kwargs(slot, slot.rundir.path)
+            kwargs = self._kwargs(slot, slot.rundir.path)
             slot.container_id = await self.docker.create(kwargs)
             await self.docker.start(slot.container_id)
             if self.recipe_of is not None:
                 await anyio.to_thread.run_sync(self._write_recipe, self.recipe_of, slot, kwargs)
         return await self._await_ready(slot)
 
-    def kwargs(self, slot: PooledContainer, rundir: Path) -> dict[str, Any]:
+    def _kwargs(self, slot: PooledContainer, rundir: Path) -> dict[str, Any]:
         """The create arguments of ``slot``'s container, with its runtime directory ``rundir``."""
         # No token yet: the container's spec redacts nothing, for it has no secret.
         spec = self.plan.spec(slot.slot_id, _UNCLAIMED, rundir, token="")
@@ -120,7 +120,7 @@ class SlotStarter:
             return False
         container_id = await anyio.to_thread.run_sync(prestart.started)
         rundir = prestart.rundir
-        kwargs = None if rundir is None else self.kwargs(slot, rundir.path)
+        kwargs = None if rundir is None else self._kwargs(slot, rundir.path)
         if (
             container_id
             and rundir
