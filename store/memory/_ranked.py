@@ -16,8 +16,9 @@ and they are handed out best upper bound first, sorted a batch at a time
 exact score is the sum when every term is in the entry's prefixes or its list is whole, else it
 is read from the entry's stored terms (one read of those rows, no JSON parsing, a **probe**);
 the filters (and whether it is a summary) are read best first (``memory_rank_info``, a narrow
-row an entry), only until the last place is known. It stops as soon as ``limit`` settled
-entries that count (pass the filters, are not summaries) score above the next upper bound and
+row an entry), only until the last place is known; under a scope or kind filter an entry to
+be probed has its filters read first, and is probed only if it passes. It stops as soon as
+``limit`` settled entries that count (pass the filters, are not summaries) score above the next upper bound and
 above what an entry in no prefix at all may score (every term at its bound): no entry left can
 reach the last place, ties included. An early stop that drops a better entry would need an upper
 bound below a score, which the lists' order rules out
@@ -133,8 +134,11 @@ class _Walk:
         self.exact: dict[int, float] = {}  # exact, so kept from one depth to the next
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
-        self.probed = 0  # entries of this depth settled from their stored terms
+        self.probed = 0  # entries of this depth settled from their stored terms (or ruled out)
         self.best: list[int] = []  # the settled entries that count and may place, best first
+        # whether the filters pass a fraction of the entries (stale ones are few)
+        narrowing = (filters.scope, filters.allowed_scopes, filters.kind)
+        self.narrowed = any(value is not None for value in narrowing)
 
     def _read(self, depth: int) -> None:
         """Extend every prefix not yet whole to at least ``depth`` postings, whole blocks at a time
@@ -213,9 +217,19 @@ class _Walk:
                 self.exact[doc] = lower
             else:
                 probe.append(doc)
+        # counted before the filters, so that the walk reads deeper when it did: when its probes
+        # would have cost more than reading deeper (PROBE_COST)
+        self.probed += len(probe)
+        if probe and self.narrowed:
+            # A scope or kind filter passes a fraction of the entries: the filters of those to
+            # probe are read first (one narrow row each, a third of a probe's two random reads),
+            # and only those that pass are probed (kind=constraint at 1,000,000 entries: x0.7).
+            self._fetch(probe)
+            failing = {doc for doc in probe if self.info[doc] is None}
+            probe = [doc for doc in probe if doc not in failing]
+            docs = [doc for doc in docs if doc not in failing]
         if probe:
             self._probe(probe)
-            self.probed += len(probe)
         # the filters are read best first, a few at a time, until the last place is known: most
         # entries of a chunk score below it and never need theirs
         limit, best = self.filters.limit, self.best

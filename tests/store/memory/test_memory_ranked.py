@@ -249,6 +249,48 @@ def test_ties_past_the_prefix_and_filters_that_pass_few_are_settled_by_the_walk(
             )
 
 
+def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry missing from an open prefix is settled from its stored terms (a probe, two random
+    reads); under a scope or kind filter its narrow row is read first, and an entry that fails
+    the filters is never probed: it could not place. The answer is still exactly the function's."""
+    monkeypatch.setattr(_ranked, "DEPTH", 4)
+    monkeypatch.setattr(_ranked, "NARROW", 0)
+    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    probed: list[int] = []
+    real_probe = _ranked._Walk._probe
+
+    def recording_probe(walk: Any, docs: list[int]) -> None:
+        probed.extend(docs)
+        real_probe(walk, docs)
+
+    monkeypatch.setattr(_ranked._Walk, "_probe", recording_probe)
+    entries = [
+        {
+            "scope": "project" if i % 3 == 0 else f"T-{i % 4}",
+            "kind": "constraint" if i % 5 == 0 else "fact",
+            "title": " ".join(["alpha"] * (1 + i % 4) + ["beta"] * (1 + i % 3)),
+            "body_md": "delta " + "gamma " * (i % 6),
+            "importance": 1,
+        }
+        for i in range(90)
+    ]
+    store.memory.record_many(entries, actor="op")
+    for options in ({"limit": 5, "kind": "constraint"}, {"limit": 5, "scope": "project"}):
+        probed.clear()
+        assert _ranked_pairs(store, "alpha beta gamma", **options) == expected_ranking(
+            store, "alpha beta gamma", options
+        )
+        assert probed, "the walk settled no entry from its stored terms: nothing was tested"
+        column = "kind" if "kind" in options else "scope"
+        passing = {options[column]}
+        marks = ", ".join("?" * len(probed))
+        sql = f"SELECT DISTINCT {column} FROM memory_rank_info WHERE doc IN ({marks})"
+        found = store.db.read(lambda conn: {row[0] for row in conn.execute(sql, probed)})  # noqa: B023
+        assert found == passing, (options, found)
+
+
 def _old_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, count: int) -> Any:
     """A project whose schema stops before migration ``before``, holding ``count`` entries that
     the store's current index did not write (its hooks off): the caller writes the old index."""
