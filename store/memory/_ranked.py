@@ -18,10 +18,10 @@ is read from the entry's stored terms (one read of those rows, no JSON parsing, 
 the filters (and whether it is a summary) are read best first (``memory_rank_info``, a narrow
 row an entry), only until the last place is known; under a scope or kind filter an entry to
 be probed has its filters read first, and is probed only if it passes. It stops as soon as
-``limit`` settled entries that count (pass the filters, are not summaries) score above the next upper bound and
-above what an entry in no prefix at all may score (every term at its bound): no entry left can
-reach the last place, ties included. An early stop that drops a better entry would need an upper
-bound below a score, which the lists' order rules out
+``limit`` settled entries that count (pass the filters, are not summaries) score above the next
+upper bound and above what an entry in no prefix at all may score (every term at its bound): no
+entry left can reach the last place, ties included. An early stop that drops a better entry
+would need an upper bound below a score, which the lists' order rules out
 (``tests/store/memory/test_memory_ranked.py`` tries to make one).
 
 When the prefixes cannot settle it (an entry in no prefix could place, or fewer than ``limit``
