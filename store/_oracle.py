@@ -35,7 +35,7 @@ from store.config import ProjectConfig
 from store.db import Database
 from store.errors import Forbidden, InvalidArgument, InvalidCitation, NotFound
 from store.events import append_event, event_from_row
-from store.memory import entry_from_row
+from store.memory import ENTRY_COLUMNS, core_from_values
 from store.patches import PatchVersion, get_version
 from store.work import Proposal, decision_from_row, load_proposal, load_task, proposal_view
 
@@ -130,8 +130,9 @@ def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: Grant
     )
     memories, memories_cut = _cut(
         conn.execute(
-            "SELECT * FROM memory_entries WHERE status = 'active' AND scope IN (:task, :project)"
-            " ORDER BY created_at DESC, id DESC LIMIT :fetch",
+            f"SELECT {ENTRY_COLUMNS} FROM memory_entries AS m"
+            " WHERE m.status = 'active' AND m.scope IN (:task, :project)"
+            " ORDER BY m.created_at DESC, m.id DESC LIMIT :fetch",
             params,
         ).fetchall()
     )
@@ -141,7 +142,9 @@ def task_history(conn: sqlite3.Connection, config: ProjectConfig, binding: Grant
         "proposals": [_proposal_item(row) for row in proposals],
         "decisions": [decision_from_row(row).to_dict() for row in decisions],
         "events": [event_from_row(row).to_dict() for row in events],
-        "memories": [entry_from_row(row).core() for row in memories],
+        # The tools' projection built from the row, as memory.query answers it: the whole record
+        # (tags and provenance decoded, then dropped) cost half of the history.
+        "memories": [core_from_values(row) for row in memories],
         "truncated": {
             "proposals": proposals_cut,
             "decisions": decisions_cut,

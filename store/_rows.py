@@ -13,6 +13,7 @@ A column a record does not name is ignored; a field with a default may be missin
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sqlite3
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -33,23 +34,30 @@ def from_row(cls: type[RecordT], row: Row, **overrides: Any) -> RecordT:
     """A ``cls`` whose fields are read from the columns of the same name; ``overrides`` win."""
     columns = set(row.keys())
     values: dict[str, Any] = {}
-    for spec in dataclasses.fields(cls):
-        if not spec.init:
-            continue
-        if spec.name in overrides:
-            values[spec.name] = overrides[spec.name]
-        elif spec.name in columns:
-            values[spec.name] = row[spec.name]
+    for name in _init_fields(cls):
+        if name in overrides:
+            values[name] = overrides[name]
+        elif name in columns:
+            values[name] = row[name]
     return cls(**values)
+
+
+@functools.cache
+def _field_names(cls: type[Any]) -> tuple[str, ...]:
+    """The names of every field of the dataclass ``cls``, in order (see :func:`_init_fields`)."""
+    return tuple(spec.name for spec in dataclasses.fields(cls))
+
+
+@functools.cache
+def _init_fields(cls: type[Any]) -> tuple[str, ...]:
+    """The names of ``cls``'s ``__init__`` fields, in order, worked out once per class:
+    ``dataclasses.fields`` builds its answer anew on every call, and every row read builds a record."""
+    return tuple(spec.name for spec in dataclasses.fields(cls) if spec.init)
 
 
 def as_dict(record: DataclassInstance, *, exclude: tuple[str, ...] = ()) -> dict[str, Any]:
     """The record's fields as a JSON-ready dict, in field order, without copying nested values."""
-    return {
-        spec.name: getattr(record, spec.name)
-        for spec in dataclasses.fields(record)
-        if spec.name not in exclude
-    }
+    return {name: getattr(record, name) for name in _field_names(type(record)) if name not in exclude}
 
 
 def fetch_row(conn: sqlite3.Connection, table: str, noun: str, row_id: str) -> sqlite3.Row:

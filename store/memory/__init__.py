@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from store.memory._actions import ACTIONS, Synthesizer, lexical_resynthesis
 from store.memory._admin import MemoryAdmin
-from store.memory._entry import MemoryEntry, entry_from_row
+from store.memory._entry import ENTRY_COLUMNS, MemoryEntry, core_from_values, entry_from_row
 from store.memory._new_entry import HTTP_CREATE, RECORD, EntryContract, NewEntry
 from store.memory._ownership import MemoryWriter
 from store.memory._store import MemoryStore
 
 __all__ = [
     "ACTIONS",
+    "ENTRY_COLUMNS",
     "HTTP_CREATE",
     "RECORD",
     "EntryContract",
@@ -25,6 +26,7 @@ __all__ = [
     "MemoryWriter",
     "NewEntry",
     "Synthesizer",
+    "core_from_values",
     "entry_from_row",
     "lexical_resynthesis",
 ]

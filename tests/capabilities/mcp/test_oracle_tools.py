@@ -99,6 +99,11 @@ async def test_task_history_within_scope(client: Client, world: OracleWorld) -> 
     assert world.foreign_event not in ids
     memories = {entry["id"] for entry in history["memories"]}
     assert memories == {world.task_memory, world.project_memory}  # not stale, not foreign
+    # Each entry is the memory tools' own projection of it, field for field (what memory.query
+    # answers, less the query's score).
+    queried = (await call(client, "memory.query", {"query": "", "limit": 0}))["entries"]
+    projections = {entry["id"]: {k: v for k, v in entry.items() if k != "score"} for entry in queried}
+    assert history["memories"] == [projections[entry["id"]] for entry in history["memories"]]
     assert history["truncated"] == {
         "proposals": False,
         "decisions": False,
