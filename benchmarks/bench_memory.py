@@ -44,6 +44,7 @@ from typing import Any
 
 from benchmarks._corpus import Corpus
 from benchmarks._memory_cases import Case, realistic_cases, vocabulary_cases
+from benchmarks._rank_bulk import build_ranked_index
 from benchmarks._timing import Timing, time_together
 from store import Store, init_project, open_store
 from store.db import _migrations
@@ -51,7 +52,6 @@ from store.memory import _store as _store_module
 from store.memory import _write as _write_module
 from store.memory._entry import entry_from_values
 from store.memory._query import entries_by_id, search  # the forced scan path; not a public API
-from store.memory._rank_index import drain_backlog
 from store.memory._ranked import ranked_ids
 from store.memory._search import MemoryFilter
 
@@ -106,11 +106,11 @@ def _load(store: Store, entries: Iterator[dict[str, object]], count: int, single
 def _bulk_load(store: Store, entries: Iterator[dict[str, object]], count: int) -> None:
     """Record ``count`` entries with ``record_many`` while the indexes' write hooks are off (the
     trigram triggers dropped, the ranked index skipped), then build each index once over every
-    row: the trigram index by FTS5's ``rebuild``, the ranked one as migration 0012 has the store
-    do for older entries (:func:`~store.memory._rank_index.drain_backlog`, in large batches).
-    The rows are the same as :func:`_load` writes; the lists hold the same postings (cut into
-    other blocks, perhaps: where a block splits depends on the order of writes), so every query
-    answers the same. Used at 1,000,000 entries, where writing through the indexes takes
+    row: the trigram index by FTS5's ``rebuild``, the ranked one in one pass
+    (:func:`benchmarks._rank_bulk.build_ranked_index`: what the store's backlog drain leaves,
+    each list written once). The rows are the same as :func:`_load` writes; the lists hold the
+    same postings (cut into other blocks: where a block splits depends on the order of writes),
+    so every query answers the same. Used at 1,000,000 entries, where writing through the indexes takes
     hours on a loaded machine; its figures are printed, but they are not the write path's."""
     start = time.perf_counter()
     trigram = next(m for m in _migrations.load_migrations() if m.name == "0009_memory_trigram")
@@ -128,11 +128,7 @@ def _bulk_load(store: Store, entries: Iterator[dict[str, object]], count: int) -
         lambda conn: conn.execute("INSERT INTO memory_trigram (memory_trigram) VALUES ('rebuild')")
     )
     indexed = time.perf_counter()
-    store.db.write(
-        lambda conn: conn.execute("INSERT INTO memory_rank_backlog (id) SELECT id FROM memory_entries")
-    )
-    while store.db.write(partial(drain_backlog, batch=10_000)):
-        pass
+    build_ranked_index(store.db)
     ranked = time.perf_counter()
     print(f"entries: {count} (bulk load: the indexes built after the rows)")
     print(

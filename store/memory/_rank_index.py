@@ -34,7 +34,7 @@ from typing import Any
 from store.memory._rank import entry_terms, impact
 from store.memory._rank_blocks import apply as apply_blocks
 
-__all__ = ["RANK_PENDING", "batched_index", "drain_backlog", "index_entries"]
+__all__ = ["RANK_PENDING", "batched_index", "drain_backlog", "index_entries", "stored_terms"]
 
 RANK_PENDING = "SELECT 1 FROM memory_rank_backlog UNION ALL SELECT 1 FROM memory_rank_convert LIMIT 1"
 """A row while the index is incomplete: entries wait in the backlog, or lists to be packed."""
@@ -125,8 +125,14 @@ def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
+def stored_terms(counts: Counter[str]) -> str:
+    """An entry's term frequencies as ``memory_rank_docs.terms`` holds them: a JSON object in term
+    order, compact, unescaped (the ranked search finds a term's count in this text by its key)."""
+    return json.dumps(dict(sorted(counts.items())), ensure_ascii=False, separators=(",", ":"))
+
+
 def _write_doc(conn: Any, entry_id: str, length: int, counts: Counter[str], doc: int | None) -> None:
-    terms = json.dumps(dict(sorted(counts.items())), ensure_ascii=False, separators=(",", ":"))
+    terms = stored_terms(counts)
     if doc is None:
         conn.execute(
             "INSERT INTO memory_rank_docs (id, length, terms) VALUES (?, ?, ?)", (entry_id, length, terms)
