@@ -54,6 +54,7 @@ POSTGRES_MODULES = frozenset(
         "tests/store/db/test_rows_in_postgres.py",
         "tests/store/db/test_workers.py",
         "tests/store/test_config_launches.py",
+        "tests/store/test_oracle_history.py",
     }
 )
 """Store test modules that also run against PostgreSQL (paths from the repository root)."""
