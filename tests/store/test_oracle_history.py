@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from store import Store
 from store._oracle import OracleStore
-
-DIFF = "--- a/x.txt\n+++ b/x.txt\n@@ -1 +1 @@\n-a\n+b\n"
+from tests.store.work_helpers import DIFF, mint_oracle_grant, new_task
 
 
 def test_the_history_lists_its_tasks_and_the_projects_active_memories_as_the_tools_answer_them(
     store: Store,
 ) -> None:
-    task = store.tasks.create(title="the task", actor="op")
-    other = store.tasks.create(title="another task", actor="op")
+    task = new_task(store, "the task")
+    other = new_task(store, "another task")
     proposal, _ = store.proposals.create(
         task_id=task.id, agent_id="implementer-1", title="p", patch=DIFF, actor="op"
     )
@@ -22,10 +21,7 @@ def test_the_history_lists_its_tasks_and_the_projects_active_memories_as_the_too
     stale = record(scope="project", kind="fact", title="Old", body_md="d", actor="op")
     store.memory.mark_stale(memory_id=stale.id, reason_md="superseded", actor="op")
     record(scope=other.id, kind="fact", title="Elsewhere", body_md="e", actor="op")
-    issued = store.grants.mint_grant(
-        proposal_id=proposal["id"], role="memory_oracle", agent_id="memory-oracle-1",
-        tools=frozenset({"task.history"}), ttl_seconds=60, actor="op",
-    )  # fmt: skip
+    issued = mint_oracle_grant(store, proposal["id"], "task.history")
     history = OracleStore(store.db, store.config).history(issued.record)
     # Newest first; each entry exactly the memory tools' projection of the stored record.
     assert history["memories"] == [shared.core(), mine.core()]
