@@ -88,6 +88,31 @@ def test_entries_come_best_bound_first(
     assert bounds == sorted(bounds, reverse=True)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(0, 12_000),
+    distinct=st.sampled_from([1, 3, 50, 10**9]),
+    first=st.integers(1, 300),
+)
+def test_batches_past_the_sample_still_come_best_first_each_entry_once(
+    seed: int, size: int, distinct: int, first: int
+) -> None:
+    # large enough that the threshold is placed from a sample, and bounds that tie a lot (a few
+    # distinct values) or not at all: every entry handed once, best bound first
+    rng = np.random.default_rng(seed)
+    upper = rng.integers(0, distinct, size).astype(np.float64) / 7.0
+    docs = rng.permutation(size).astype(np.int64)
+    lower, exact = upper / 2, rng.integers(0, 2, size).astype(np.bool_)
+    handed = list(best_first(docs, lower, upper, exact, first))
+    assert sorted(doc for _, doc, _, _ in handed) == list(range(size))
+    bounds = [bound for bound, _, _, _ in handed]
+    assert bounds == sorted(bounds, reverse=True)
+    columns = zip(docs.tolist(), upper.tolist(), lower.tolist(), exact.tolist(), strict=True)
+    by_doc = {doc: (bound, value, flag) for doc, bound, value, flag in columns}
+    assert all(by_doc[doc] == (bound, value, flag) for bound, doc, value, flag in handed)
+
+
 @given(st.lists(_LIST.filter(bool), max_size=6))
 def test_packed_blocks_read_back_exactly(blocks: list[list[tuple[int, float]]]) -> None:
     data = [pack(array("d", [v for _, v in block]), array("q", [d for d, _ in block])) for block in blocks]
