@@ -291,6 +291,45 @@ def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
         assert found == passing, (options, found)
 
 
+def test_a_walk_under_a_scope_or_kind_filter_first_reads_one_step_deeper(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filtered walk settles candidates until ``limit`` pass: it starts where an unfiltered one
+    reads second (``DEPTH * GROWTH``), and an unfiltered one at ``DEPTH``; both answer exactly."""
+    monkeypatch.setattr(_ranked, "DEPTH", 4)
+    monkeypatch.setattr(_ranked, "NARROW", 0)
+    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    depths: list[int] = []
+    real_run = _ranked._Walk.run
+
+    def recording_run(walk: Any, depth: int) -> Any:
+        depths.append(depth)
+        return real_run(walk, depth)
+
+    monkeypatch.setattr(_ranked._Walk, "run", recording_run)
+    entries = [
+        {
+            "scope": "project" if i % 3 == 0 else "T-1",
+            "kind": "constraint" if i % 4 == 0 else "fact",
+            "title": " ".join(["alpha"] * (1 + i % 5) + ["beta"] * (1 + i % 2)),
+            "body_md": "delta " + "gamma " * (i % 3),
+            "importance": 1,
+        }
+        for i in range(60)
+    ]
+    store.memory.record_many(entries, actor="op")
+    grant = frozenset({"project"})
+    for options, first in (
+        ({"limit": 3}, 4),
+        ({"limit": 3, "scope": "project"}, 4 * _ranked.GROWTH),
+        ({"limit": 3, "kind": "constraint"}, 4 * _ranked.GROWTH),
+        ({"limit": 3, "allowed_scopes": grant}, 4 * _ranked.GROWTH),
+    ):
+        depths.clear()
+        assert _ranked_pairs(store, "alpha beta", **options) == expected_ranking(store, "alpha beta", options)
+        assert depths[0] == first, (options, depths)
+
+
 def _old_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, count: int) -> Any:
     """A project whose schema stops before migration ``before``, holding ``count`` entries that
     the store's current index did not write (its hooks off): the caller writes the old index."""
