@@ -249,6 +249,21 @@ def test_ties_past_the_prefix_and_filters_that_pass_few_are_settled_by_the_walk(
             )
 
 
+def _scoped_entries(count: int) -> list[dict[str, Any]]:
+    """``count`` entries of a third in ``project`` and the rest in three task scopes, a fifth of
+    them constraints, holding ``alpha`` and ``beta`` a varying number of times."""
+    return [
+        {
+            "scope": "project" if i % 3 == 0 else f"T-{i % 4}",
+            "kind": "constraint" if i % 5 == 0 else "fact",
+            "title": " ".join(["alpha"] * (1 + i % 4) + ["beta"] * (1 + i % 3)),
+            "body_md": "delta " + "gamma " * (i % 6),
+            "importance": 1,
+        }
+        for i in range(count)
+    ]
+
+
 def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -266,17 +281,7 @@ def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
         real_probe(walk, docs)
 
     monkeypatch.setattr(_ranked._Walk, "_probe", recording_probe)
-    entries = [
-        {
-            "scope": "project" if i % 3 == 0 else f"T-{i % 4}",
-            "kind": "constraint" if i % 5 == 0 else "fact",
-            "title": " ".join(["alpha"] * (1 + i % 4) + ["beta"] * (1 + i % 3)),
-            "body_md": "delta " + "gamma " * (i % 6),
-            "importance": 1,
-        }
-        for i in range(90)
-    ]
-    store.memory.record_many(entries, actor="op")
+    store.memory.record_many(_scoped_entries(90), actor="op")
     for options in ({"limit": 5, "kind": "constraint"}, {"limit": 5, "scope": "project"}):
         probed.clear()
         assert _ranked_pairs(store, "alpha beta gamma", **options) == expected_ranking(
@@ -307,17 +312,7 @@ def test_a_walk_under_a_scope_or_kind_filter_first_reads_one_step_deeper(
         return real_run(walk, depth)
 
     monkeypatch.setattr(_ranked._Walk, "run", recording_run)
-    entries = [
-        {
-            "scope": "project" if i % 3 == 0 else "T-1",
-            "kind": "constraint" if i % 4 == 0 else "fact",
-            "title": " ".join(["alpha"] * (1 + i % 5) + ["beta"] * (1 + i % 2)),
-            "body_md": "delta " + "gamma " * (i % 3),
-            "importance": 1,
-        }
-        for i in range(60)
-    ]
-    store.memory.record_many(entries, actor="op")
+    store.memory.record_many(_scoped_entries(60), actor="op")
     grant = frozenset({"project"})
     for options, first in (
         ({"limit": 3}, 4),
