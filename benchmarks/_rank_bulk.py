@@ -7,11 +7,12 @@ terms' lists: indexing 1,000,000 bulk-loaded entries that way rewrote the index 
 batch, some 50 minutes of the 1,000,000-entry benchmark's load on this machine. Here each term's
 list is gathered in memory from every entry, sorted once, and written once, in blocks of
 :data:`~store.memory._rank_blocks.SIZE` as :func:`~store.memory._rank_blocks.convert` packs a
-list. The entries are numbered, their terms stored and each term's ``df`` counted as the drain
-does (entries in ID order, the same :func:`~store.memory._rank.entry_terms`,
-:func:`~store.memory._rank.impact` and :func:`~store.memory._rank_index.stored_terms`), so the
-tables hold what the drain leaves, the lists only cut at other postings;
-``tests/store/memory/test_memory_bulk_load.py`` checks both, list by list and query by query.
+list (:func:`~store.memory._rank_blocks.cut`). The entries are numbered, their terms stored and
+each term's ``df`` counted as the drain does (entries in ID order, the same
+:func:`~store.memory._rank.entry_terms`, :func:`~store.memory._rank.impact` and
+:func:`~store.memory._rank_index.stored_terms`), so the tables hold what the drain leaves, the
+lists only cut at other postings; ``tests/store/memory/test_memory_bulk_load.py`` checks both,
+list by list and query by query.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from store.db import Database
 from store.memory._rank import entry_terms, impact
-from store.memory._rank_blocks import SIZE, pack
+from store.memory._rank_blocks import cut
 from store.memory._rank_index import stored_terms
 
 __all__ = ["build_ranked_index"]
@@ -98,18 +99,14 @@ def _number_entries(db: Database, lists: Lists, chunk: int) -> int:
 
 def _blocks(lists: Lists) -> Iterator[tuple[str, float, int, bytes]]:
     """Each term's list in the lists' order (best impact first, then by entry number), cut into
-    blocks of :data:`SIZE` keyed by their first postings: ``(term, impact, doc, data)`` rows. A
-    term's postings are freed once its blocks are made."""
+    blocks keyed by their first postings (:func:`~store.memory._rank_blocks.cut`): ``(term,
+    impact, doc, data)`` rows. A term's postings are freed once its blocks are made."""
     for term in sorted(lists):
         impacts_in, docs_in = lists.pop(term)
         impacts = np.frombuffer(impacts_in, dtype=np.float64)
         docs = np.frombuffer(docs_in, dtype=np.int64)
         order = np.lexsort((docs, -impacts))
-        impacts, docs = impacts[order], docs[order]
-        for at in range(0, len(docs), SIZE):
-            block = slice(at, at + SIZE)
-            data = pack(array("d", impacts[block].tobytes()), array("q", docs[block].tobytes()))
-            yield term, float(impacts[at]), int(docs[at]), data
+        yield from cut(term, array("d", impacts[order].tobytes()), array("q", docs[order].tobytes()))
 
 
 def _many(sql: str, rows: Sequence[Sequence[Any]], conn: Any) -> None:

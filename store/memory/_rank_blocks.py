@@ -22,10 +22,10 @@ from __future__ import annotations
 import itertools
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["MOST", "SIZE", "apply", "convert", "pack", "read_blocks", "unpack"]
+__all__ = ["MOST", "SIZE", "apply", "convert", "cut", "pack", "read_blocks", "unpack"]
 
 SIZE = 120
 """Postings of a block made by a split or by :func:`convert`."""
@@ -47,6 +47,13 @@ def pack(impacts: array[float], docs: array[int]) -> bytes:
         impacts.byteswap()
         docs.byteswap()
     return impacts.tobytes() + docs.tobytes()
+
+
+def cut(term: str, impacts: array[float], docs: array[int]) -> Iterator[tuple[str, float, int, bytes]]:
+    """Consecutive postings of ``term``'s list, in the list's order, cut into blocks of
+    :data:`SIZE`: ``(term, impact, doc, data)`` rows, each keyed by its first posting."""
+    for at in range(0, len(docs), SIZE):
+        yield term, impacts[at], docs[at], pack(impacts[at : at + SIZE], docs[at : at + SIZE])
 
 
 def unpack(data: bytes) -> tuple[array[float], array[int]]:
@@ -183,13 +190,7 @@ def convert(conn: Any, batch: int = 200) -> int:
             docs = array("q", [int(row[1]) for row in rows])
             if not rows:
                 break
-            conn.executemany(
-                _INSERT,
-                [
-                    (term, impacts[at], docs[at], pack(impacts[at : at + SIZE], docs[at : at + SIZE]))
-                    for at in range(0, len(docs), SIZE)
-                ],
-            )
+            conn.executemany(_INSERT, cut(term, impacts, docs))
             if len(rows) < _PAGE:
                 break
         conn.execute("DELETE FROM memory_rank_postings WHERE term = ?", (term,))
