@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-__all__ = ["MOST", "SIZE", "apply", "convert", "cut", "pack", "read_blocks", "unpack"]
+__all__ = ["MOST", "SIZE", "apply", "bound_after", "convert", "cut", "pack", "read_blocks", "unpack"]
 
 SIZE = 120
 """Postings of a block made by a split or by :func:`convert`."""
@@ -74,6 +74,18 @@ _READ = "SELECT data FROM memory_rank_blocks WHERE term = ? ORDER BY impact DESC
 def read_blocks(conn: Any, term: str, count: int, offset: int) -> list[bytes]:
     """The ``data`` of ``count`` blocks of ``term``'s list from block ``offset`` on, in order."""
     return [bytes(row[0]) for row in conn.execute(_READ, (term, count, offset)).fetchall()]
+
+
+_KEY = "SELECT impact FROM memory_rank_blocks WHERE term = ? ORDER BY impact DESC, doc LIMIT 1 OFFSET ?"
+
+
+def bound_after(conn: Any, term: str, blocks: int) -> float | None:
+    """The greatest impact ``term``'s list holds past its first ``blocks`` blocks, or a bound above
+    it: the key of the next block (at or before its first posting, after every posting before it);
+    ``None`` when the list has no more blocks. The keys are the covering index's (``(term, impact,
+    doc)``), so no block is read."""
+    row = conn.execute(_KEY, (term, blocks)).fetchone()
+    return None if row is None else float(row[0])
 
 
 _AT = (

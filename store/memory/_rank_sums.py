@@ -35,6 +35,7 @@ __all__ = [
     "Docs",
     "Impacts",
     "RoundSums",
+    "Sums",
     "best_first",
     "block_arrays",
     "prefix_sums",
@@ -44,6 +45,8 @@ Impacts = NDArray[np.float64]
 Docs = NDArray[np.int64]
 Flags = NDArray[np.bool_]
 Marks = NDArray[np.uint8]
+Sums = tuple[Docs, Impacts, Impacts, Flags]
+"""Every entry of the prefixes: its number, its sum, its upper bound, whether the sum is exact."""
 
 NO_IMPACTS: Impacts = np.zeros(0)
 NO_DOCS: Docs = np.zeros(0, np.int64)
@@ -128,7 +131,7 @@ def prefix_sums(
     weights: Sequence[float],
     bounds: Sequence[float],
     whole: Sequence[bool],
-) -> tuple[Docs, Impacts, Impacts, Flags]:
+) -> Sums:
     """Every entry of the prefixes (``(docs, impacts)`` of each term, in the terms' order): its
     number, the sum of its weighted impacts in them (:func:`~store.memory._rank.score`'s sum, to
     the bit), an upper bound of its score (that sum, plus each open list it is missing from at
@@ -198,7 +201,7 @@ class RoundSums:
             masks[bit // _WIDTH][docs] = before[bit // _WIDTH] | np.uint8(1 << bit % _WIDTH)
         masks[0][docs] = first
 
-    def result(self, bounds: Sequence[float], whole: Sequence[bool]) -> tuple[Docs, Impacts, Impacts, Flags]:
+    def result(self, bounds: Sequence[float], whole: Sequence[bool]) -> Sums:
         """:func:`prefix_sums`' answer for every posting added so far (views of this thread's
         scratch, valid until its next call)."""
         if not self.count:
@@ -221,6 +224,19 @@ class RoundSums:
             if word == 0:
                 exact &= (held & _BROKEN) == 0
         return found, lower, upper, exact
+
+    def uppers(self, docs: Docs, bounds: Sequence[float], whole: Sequence[bool]) -> Impacts:
+        """The upper bounds of ``docs`` (entries added so far) as :meth:`result` would give them were
+        the open lists' bounds ``bounds``: what reading deeper would leave them (a plan's estimate,
+        over a few entries, so it leaves the per-posting scratch alone)."""
+        total, masks = _SCRATCH.entries(0, self.words)
+        upper: Impacts = total[docs]
+        bound_at = {
+            index + 2: self.weights[index] * bounds[index] for index, done in enumerate(whole) if not done
+        }
+        for word, mask in enumerate(masks):
+            upper += _missing(bound_at, word)[0][mask[docs]]
+        return upper
 
     def clear(self) -> None:
         """Leave the thread's per-entry arrays all zero again."""

@@ -30,31 +30,40 @@ have cost more than reading deeper would (:data:`PROBE_COST`: common terms, whos
 bounds stay near their heads; deeper bounds rule those entries out for less), each prefix not
 yet whole is read :data:`GROWTH` times as deep and the walk runs again, keeping the scores and
 filters it settled; once every list is whole it always settles, so no query scores every match
-for want of a list. ``limit`` 0 reads the lists whole and scores every match from them. A scope
-filter reaching fewer than :data:`NARROW` entries is answered by scoring those entries from
-their stored terms (:func:`_evaluate`): the same function, the same numbers. While entries
-written before the index wait in ``memory_rank_backlog``, the query is answered by
-:func:`~store.memory._rank.reference_ranking` over the entries' text.
+for want of a list. Before settling anything a depth is **planned** (:meth:`_Walk._plan`): when
+fewer than ``limit`` sums in the prefixes reach what an entry in no prefix may score, the walk
+reads deeper at once (probing there finds entries that cannot place: three common words, whose
+best entries hold all three but are long, probed 255 and then 448 entries at their first two
+depths at 1,000,000 entries, and read again each time). A walk reading again also takes a
+**floor** (the ``limit``-th best sum of entries that count: a sum of some of an entry's terms is
+at most its score), counts the entries whose bound reaches it and whose score is unknown, and,
+when settling them would cost more probes than the walk allows itself, reads where the same
+entries' bounds (the block keys one or two steps deeper, an index-only read) leave the fewest
+postings and probes to pay. Only the speed depends on
+the plan: any depth settles the same answer. ``limit`` 0 reads the lists whole and scores every
+match from them. A scope filter reaching fewer than :data:`NARROW` entries is answered by scoring
+those entries from their stored terms (:func:`~store.memory._rank_direct.evaluate`): the same
+function, the same numbers. While entries written before the index wait in
+``memory_rank_backlog``, the query is answered by :func:`~store.memory._rank.reference_ranking`
+over the entries' text.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from store.memory import _rank_blocks
-from store.memory._rank import idf, impact, query_terms, reference_ranking, score
+from store.memory._rank import idf, impact, query_terms, score
+from store.memory._rank_direct import evaluate, ordered, reference, stored_count, term_keys
 from store.memory._rank_index import RANK_PENDING
 from store.memory._rank_sums import (
     POSTING_BYTES,
-    Docs,
-    Impacts,
     RoundSums,
+    Sums,
     best_first,
     block_arrays,
 )
@@ -91,20 +100,21 @@ settle most of those entries from the lists."""
 NARROW = 2_000
 """A scope filter reaching fewer rows than this is answered by evaluating those rows directly."""
 
+_FLOOR_READ = 4
+"""Entries read per place, best sums first, to find the floor of a plan (:meth:`_Walk._plan`)."""
+
 _CHUNK = 500
 """Entries bound per ``IN (...)`` list."""
 
 _MARGIN = 1.0 + 1e-9
 """Upper bounds are raised by this factor: a sum taken in another order may round lower."""
 
-Key = tuple[bool, float, int, str]  # is a summary, -score, -importance, id: the contract's order
-
 
 def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, float]]:
     """``(id, score)`` of the entries ``memory.query`` ranks for ``text`` (which holds a term)."""
     terms = query_terms(text)
     if conn.execute(RANK_PENDING).fetchone() is not None:
-        return _reference(conn, text, filters)
+        return reference(conn, text, filters)
     marks = ", ".join("?" * (len(terms) + 1))
     sql = f"SELECT term, df FROM memory_rank_terms WHERE term IN ({marks})"
     df = {row[0]: int(row[1]) for row in conn.execute(sql, ["", *terms])}
@@ -116,14 +126,14 @@ def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, f
         return []  # no scope at all is allowed
     probe = reach_probe(filters, NARROW)
     if probe is not None and int(conn.execute(*probe).fetchone()[0]) < NARROW:
-        return _evaluate(conn, present, weights, filters)
-    walk = _Walk(conn, present, weights, filters)
+        return evaluate(conn, present, weights, filters)
+    walk = _Walk(conn, present, weights, filters, [df[term] for term in present])
     try:
         if filters.limit <= 0:
             return walk.everything()
         depth = DEPTH * GROWTH if walk.narrowed else DEPTH  # a filter starts deeper: see GROWTH
         while (found := walk.run(depth)) is None:
-            depth *= GROWTH
+            depth = walk.next_depth
         return found
     finally:
         walk.sums.clear()
@@ -132,8 +142,11 @@ def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, f
 class _Walk:
     """One top-``limit`` search over the lists of ``terms`` (see the module docstring)."""
 
-    def __init__(self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter):
+    def __init__(
+        self, conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter, lengths: list[int]
+    ):
         self.conn, self.terms, self.weights, self.filters = conn, terms, weights, filters
+        self.lengths = lengths  # postings of each list (its term's df)
         self.sums = RoundSums(weights)  # the prefixes' sums, kept from one depth to the next
         self.counts = [0] * len(terms)  # postings read of each list
         self.blocks = [0] * len(terms)  # blocks read of each list
@@ -142,6 +155,8 @@ class _Walk:
         self.exact: dict[int, float] = {}  # exact, so kept from one depth to the next
         self.info: dict[int, tuple[bool, int, str] | None] = {}  # None: fails the filters
         self.kth: float | None = None
+        self.next_depth = 0  # where to read next when a depth cannot settle it (run)
+        self.rounds = 0  # depths read so far
         self.probed = 0  # entries of this depth settled from their stored terms (or ruled out)
         self.best: list[int] = []  # the settled entries that count and may place, best first
         # whether the filters pass a fraction of the entries (stale ones are few)
@@ -172,7 +187,7 @@ class _Walk:
             if self.whole[index]:
                 self.bounds[index] = 0.0
 
-    def _sums(self) -> tuple[Docs, Impacts, Impacts, NDArray[np.bool_]]:
+    def _sums(self) -> Sums:
         return self.sums.result(self.bounds, self.whole)
 
     def everything(self) -> list[tuple[str, float]]:
@@ -192,7 +207,13 @@ class _Walk:
         )
         limit = self.filters.limit
         unseen = _raised(score(self.weights, [bound or None for bound in self.bounds]))  # in no prefix
-        candidates = best_first(*self._sums(), 4 * BLOCK)
+        self.next_depth = depth * GROWTH
+        sums = self._sums()
+        self.rounds += 1
+        if not all(self.whole) and (planned := self._plan(depth, sums, unseen, deeper)) is not None:
+            self.next_depth = planned
+            return None
+        candidates = best_first(*sums, 4 * BLOCK)
         while chunk := list(itertools.islice(candidates, BLOCK)):
             if self.kth is not None and _raised(chunk[0][0]) < self.kth:
                 break  # no entry left in the prefixes can reach the last place
@@ -207,6 +228,65 @@ class _Walk:
             return None  # an entry past a prefix, or in no prefix, could still place
         everything = list(self.exact)  # every list whole: every match settled
         return self._ordered([doc for doc in everything if self.info[doc] is not None])[:limit]
+
+    def _plan(self, depth: int, sums: Sums, unseen: float, budget: int) -> int | None:
+        """``None`` to settle at ``depth``, or the depth to read first (see the module docstring).
+
+        First, whether ``limit`` sums in the prefixes reach ``unseen`` (what an entry in no prefix
+        may score): at the first depth from the sums alone (a bound above the floor, for the
+        price of a partial sort), at a later one from the floor. Then, at a later depth, when
+        settling the entries that may place could cost more probes than ``budget`` allows, the
+        cheapest of settling here and reading one or two steps deeper, in postings read plus
+        :data:`PROBE_COST` for each entry that would still have to be settled there."""
+        lower, limit = sums[1], self.filters.limit
+        if self.rounds == 1:  # nothing settled yet: the sums are all there is to go on
+            if len(lower) >= limit and unseen >= float(np.partition(lower, -limit)[-limit]):
+                return depth * GROWTH  # no limit sums reach what an entry in no prefix may score
+            return None  # the rest of a plan is paid for only by a walk reading again
+        floor = self._floor(sums)
+        if floor is None:
+            return None  # too few entries that count among the best sums: settle as before
+        if unseen >= floor:
+            return depth * GROWTH  # an entry in no prefix may place: the lists cannot settle it here
+        found, _, upper, exact = sums
+        open_docs = found[~exact & (upper * _MARGIN + 1e-12 >= floor)]  # may place, score unknown
+        if self.exact:  # settled at a shallower depth
+            open_docs = open_docs[~np.isin(open_docs, np.fromiter(self.exact, np.int64, len(self.exact)))]
+        best_cost, best_depth = PROBE_COST * len(open_docs), None
+        if best_cost <= budget:
+            return None  # settling here stays within what probing is held to
+        for deeper in (depth * GROWTH, depth * GROWTH * GROWTH):
+            bounds, read = self._bounds_at(deeper)
+            uppers = self.sums.uppers(open_docs, bounds, self.whole)
+            cost = read + PROBE_COST * int(np.count_nonzero(uppers * _MARGIN + 1e-12 >= floor))
+            if cost < best_cost:
+                best_cost, best_depth = cost, deeper
+        return best_depth
+
+    def _floor(self, sums: Sums) -> float | None:
+        """A score the ``limit``-th entry that counts reaches at least, lowered past rounding: the
+        ``limit``-th best of their sums in the prefixes (a sum of some of an entry's terms is at
+        most its score); ``None`` when the first :data:`_FLOOR_READ` times ``limit`` entries by
+        sum hold fewer that count."""
+        found, lower, _, exact = sums
+        limit = self.filters.limit
+        best = list(itertools.islice(best_first(found, lower, lower, exact, 2 * limit), _FLOOR_READ * limit))
+        self._fetch([doc for _, doc, _, _ in best])
+        values = [self.exact.get(doc, value) for value, doc, _, _ in best if self._counts(doc)]
+        return None if len(values) < limit else (sorted(values)[-limit] - 1e-12) / _MARGIN
+
+    def _bounds_at(self, depth: int) -> tuple[list[float], int]:
+        """Each list's bound were its prefix ``depth`` postings long (from the block keys: no block
+        is read), and the postings reading that deep would read."""
+        bounds, read = [], 0
+        for index, term in enumerate(self.terms):
+            if self.whole[index]:
+                bounds.append(0.0)
+                continue
+            blocks = -(-depth * self.blocks[index] // max(self.counts[index], 1))  # as _read would
+            bounds.append(_rank_blocks.bound_after(self.conn, term, blocks) or 0.0)
+            read += min(depth, self.lengths[index]) - self.counts[index]
+        return bounds, read
 
     def _restart(self) -> None:
         """Forget the last place and the best of a shallower walk (its scores stay)."""
@@ -264,14 +344,14 @@ class _Walk:
         """The exact scores of ``docs`` from their stored terms (every term looked for: an entry
         holds a term in its stored terms exactly when it is in that term's list, at the impact
         computed here, ``impact(tf, length)``, to the bit)."""
-        terms = list(zip(_keys(self.terms), self.weights, strict=True))
+        terms = list(zip(term_keys(self.terms), self.weights, strict=True))
         sql = f"SELECT doc, length, terms FROM memory_rank_docs WHERE doc IN ({_marks(len(docs))})"
         exact = self.exact
         for doc, length, stored in self.conn.execute(sql, docs):
             # score(weights, impacts) inlined: the same sum in the same order, without the lists
             total, length = 0.0, int(length)
             for key, weight in terms:
-                tf = _count(stored, key)
+                tf = stored_count(stored, key)
                 if tf is not None:
                     total += weight * impact(tf, length)
             exact[int(doc)] = total
@@ -294,7 +374,7 @@ class _Walk:
 
     def _ordered(self, docs: list[int]) -> list[tuple[str, float]]:
         self._fetch(docs)
-        return _ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
+        return ordered([(self.exact[doc], info) for doc in docs if (info := self.info[doc]) is not None])
 
 
 _INFO = "SELECT doc, summary, importance, id, scope, kind, status FROM memory_rank_info WHERE doc IN ({})"
@@ -310,76 +390,6 @@ def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-def _count(stored: str, key: str) -> int | None:
-    """The count of the term whose JSON key (with its colon) is ``key`` in an entry's stored
-    terms (a JSON object of term counts, whose keys hold no quote), or ``None``."""
-    at = stored.find(key)
-    if at < 0:
-        return None
-    start = at + len(key)
-    end = stored.find(",", start)  # the count ends at the next comma, or at the object's end
-    return int(stored[start : end if end >= 0 else len(stored) - 1])
-
-
 def _raised(value: float) -> float:
     """``value`` raised past any difference the order of a floating-point sum makes."""
     return value * _MARGIN + 1e-12
-
-
-def _ordered(found: list[tuple[float, tuple[bool, int, str]]]) -> list[tuple[str, float]]:
-    keys: list[Key] = sorted((info[0], -value, -info[1], info[2]) for value, info in found)
-    return [(entry_id, -negated) for _, negated, _, entry_id in keys]
-
-
-def _impacts(keys: Sequence[str], length: int, stored: str) -> list[float | None]:
-    """The impacts of the terms whose JSON keys are ``keys`` in an entry's stored terms."""
-    return [None if tf is None else impact(tf, length) for tf in (_count(stored, key) for key in keys)]
-
-
-def _keys(terms: Sequence[str]) -> list[str]:
-    """The terms as the keys (with their colon) of an entry's stored terms."""
-    return [json.dumps(term, ensure_ascii=False) + ":" for term in terms]
-
-
-def _evaluate(
-    conn: Any, terms: list[str], weights: list[float], filters: MemoryFilter
-) -> list[tuple[str, float]]:
-    """Every match of ``terms`` that passes ``filters``, scored from the stored terms, in order."""
-    where, params = _where(filters)
-    keys = _keys(terms)
-    tests = []
-    for index, key in enumerate(keys):
-        params[f"t{index}"] = key
-        tests.append(f"instr(d.terms, :t{index}) > 0")
-    where.append(f"({' OR '.join(tests)})")
-    sql = (
-        "SELECT d.length, d.terms, m.lc_kind = 'summary', m.importance, m.id FROM memory_entries AS m"
-        f" JOIN memory_rank_docs AS d ON d.id = m.id WHERE {' AND '.join(where)}"
-    )
-    found = []
-    for length, stored, summary, importance, entry_id in conn.execute(sql, params):
-        impacts = _impacts(keys, int(length), stored)
-        if any(value is not None for value in impacts):
-            found.append((score(weights, impacts), (bool(summary), int(importance), str(entry_id))))
-    ordered = _ordered(found)
-    return ordered[: filters.limit] if filters.limit > 0 else ordered
-
-
-def _reference(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, float]]:
-    """The answer while the index is incomplete: the function evaluated over every entry's text."""
-    rows = conn.execute(
-        "SELECT m.id, m.lc_title, m.lc_body, m.lc_scope, m.lc_kind, m.importance FROM memory_entries AS m"
-    ).fetchall()
-    where, params = _where(filters)
-    passing = f"SELECT m.id FROM memory_entries AS m WHERE {' AND '.join(where) or '1 = 1'}"
-    passes = {row[0]: True for row in conn.execute(passing, params)}
-    entries = [(row[0], row[1:5], row[4] == "summary", int(row[5])) for row in rows]
-    found = reference_ranking(entries, text, passes=passes)
-    return found[: filters.limit] if filters.limit > 0 else found
-
-
-def _where(filters: MemoryFilter) -> tuple[list[str], dict[str, Any]]:
-    """The filters' conditions in SQL both backends read (no bare ``0``, no ``:limit``)."""
-    where, params = filters.where()
-    params.pop("limit")
-    return ["1 = 0" if clause == "0" else clause for clause in where], params

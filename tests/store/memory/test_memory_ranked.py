@@ -12,6 +12,7 @@ index's own invariants are checked after every example.
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 from collections import Counter
 from pathlib import Path
@@ -171,7 +172,7 @@ def test_an_entry_middling_in_two_lists_beats_the_heads_of_each(
     """The trap of an early stop: the best entry is in neither list's head, only high in their sum.
     The walk (not the fallback) must find it, one entry settled at a time."""
     monkeypatch.setattr(_ranked, "BLOCK", 1)
-    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    monkeypatch.setattr(_ranked, "evaluate", _no_fallback)
     fields = {"scope": "project", "kind": "fact", "importance": 1}
     heads = [{**fields, "title": word * 3 + " filler", "body_md": "x"} for word in ("alpha ", "beta ")]
     tails = [
@@ -198,7 +199,7 @@ def test_an_entry_below_every_prefix_is_found_by_reading_deeper(
     and not score every match."""
     monkeypatch.setattr(_ranked, "DEPTH", 2)
     monkeypatch.setattr(_ranked, "BLOCK", 1)
-    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    monkeypatch.setattr(_ranked, "evaluate", _no_fallback)
     fields = {"scope": "project", "kind": "fact", "importance": 1}
     singles = [
         {**fields, "title": f"{word} {word}", "body_md": "q"} for _ in range(6) for word in ("alpha", "beta")
@@ -221,7 +222,7 @@ def test_ties_past_the_prefix_and_filters_that_pass_few_are_settled_by_the_walk(
     exactly, ties ordered by importance and id."""
     monkeypatch.setattr(_ranked, "DEPTH", 4)
     monkeypatch.setattr(_ranked, "NARROW", 0)
-    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    monkeypatch.setattr(_ranked, "evaluate", _no_fallback)
     entries = [
         {
             "scope": "project" if i % 7 == 0 else f"T-{i % 3}",
@@ -264,15 +265,8 @@ def _scoped_entries(count: int) -> list[dict[str, Any]]:
     ]
 
 
-def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
-    store: Store, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An entry missing from an open prefix is settled from its stored terms (a probe, two random
-    reads); under a scope or kind filter its narrow row is read first, and an entry that fails
-    the filters is never probed: it could not place. The answer is still exactly the function's."""
-    monkeypatch.setattr(_ranked, "DEPTH", 4)
-    monkeypatch.setattr(_ranked, "NARROW", 0)
-    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+def _recorded_probes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The entries the walk settles from their stored terms, appended as it probes them."""
     probed: list[int] = []
     real_probe = _ranked._Walk._probe
 
@@ -281,6 +275,19 @@ def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
         real_probe(walk, docs)
 
     monkeypatch.setattr(_ranked._Walk, "_probe", recording_probe)
+    return probed
+
+
+def test_under_a_scope_or_kind_filter_only_entries_that_pass_it_are_probed(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry missing from an open prefix is settled from its stored terms (a probe, two random
+    reads); under a scope or kind filter its narrow row is read first, and an entry that fails
+    the filters is never probed: it could not place. The answer is still exactly the function's."""
+    monkeypatch.setattr(_ranked, "DEPTH", 4)
+    monkeypatch.setattr(_ranked, "NARROW", 0)
+    monkeypatch.setattr(_ranked, "evaluate", _no_fallback)
+    probed = _recorded_probes(monkeypatch)
     store.memory.record_many(_scoped_entries(90), actor="op")
     for options in ({"limit": 5, "kind": "constraint"}, {"limit": 5, "scope": "project"}):
         probed.clear()
@@ -303,7 +310,7 @@ def test_a_walk_under_a_scope_or_kind_filter_first_reads_one_step_deeper(
     reads second (``DEPTH * GROWTH``), and an unfiltered one at ``DEPTH``; both answer exactly."""
     monkeypatch.setattr(_ranked, "DEPTH", 4)
     monkeypatch.setattr(_ranked, "NARROW", 0)
-    monkeypatch.setattr(_ranked, "_evaluate", _no_fallback)
+    monkeypatch.setattr(_ranked, "evaluate", _no_fallback)
     depths: list[int] = []
     real_run = _ranked._Walk.run
 
@@ -323,6 +330,35 @@ def test_a_walk_under_a_scope_or_kind_filter_first_reads_one_step_deeper(
         depths.clear()
         assert _ranked_pairs(store, "alpha beta", **options) == expected_ranking(store, "alpha beta", options)
         assert depths[0] == first, (options, depths)
+
+
+def test_a_walk_plans_its_depths_and_settles_fewer_entries_from_stored_terms(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three common words whose best entries hold all three but are long: the short entries holding
+    one or two of them head every list, and settling them one by one from their stored terms was
+    the walk's cost (three common words at 1,000,000 entries). A depth where no ``limit`` sums
+    reach what an entry in no prefix may score is read past without settling, and a walk reading
+    again goes where settling costs least: the same answer, a fraction of the probes."""
+    monkeypatch.setattr(_ranked, "DEPTH", 4)
+    monkeypatch.setattr(_ranked, "evaluate", _no_fallback)
+    probes = _recorded_probes(monkeypatch)
+    rng = random.Random(3)
+    fields = {"scope": "project", "kind": "fact", "body_md": "x", "importance": 1}
+    some = [" ".join(rng.sample(["alpha", "beta", "gamma"], rng.choice([1, 1, 2]))) for _ in range(300)]
+    titles = [words + " pad" * rng.randrange(30) for words in some]
+    titles += ["alpha beta gamma" + " pad" * rng.randrange(10, 40) for _ in range(20)]
+    store.memory.record_many([{**fields, "title": title} for title in titles], actor="op")
+    for limit in (1, 3, 5):
+        expected = expected_ranking(store, "alpha beta gamma", {"limit": limit})
+        probes.clear()
+        assert _ranked_pairs(store, "alpha beta gamma", limit=limit) == expected
+        planned = len(probes)
+        with monkeypatch.context() as unplanned:
+            unplanned.setattr(_ranked._Walk, "_plan", lambda walk, *args: None)
+            probes.clear()
+            assert _ranked_pairs(store, "alpha beta gamma", limit=limit) == expected
+        assert planned * 4 <= len(probes), (limit, planned, len(probes))
 
 
 def _old_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str, count: int) -> Any:
@@ -469,7 +505,7 @@ def test_the_walk_stops_only_when_no_entry_left_can_place(
         patch.setattr(_ranked, "BLOCK", data.draw(st.sampled_from([1, 2, 3])))
         patch.setattr(_ranked, "DEPTH", data.draw(st.sampled_from([1, 2, 5, 512])))
         patch.setattr(_ranked, "NARROW", 0)
-        patch.setattr(_ranked, "_evaluate", _no_fallback)
+        patch.setattr(_ranked, "evaluate", _no_fallback)
         for _ in range(3):
             query = " ".join(
                 data.draw(st.lists(st.sampled_from(["alpha", "beta", "gamma"]), min_size=1, max_size=3))
@@ -512,7 +548,9 @@ def test_an_entry_settled_from_its_stored_terms_scores_what_the_ranking_function
     weights = [0.5 + index for index in range(len(terms))]
 
     def probed(conn: Any) -> tuple[dict[int, float], dict[int, float]]:
-        walk = _ranked._Walk(conn, terms, weights, MemoryFilter(None, None, None, False, 10))
+        found = dict(conn.execute("SELECT term, df FROM memory_rank_terms").fetchall())
+        df = [found.get(term, 0) for term in terms]  # each list's length
+        walk = _ranked._Walk(conn, terms, weights, MemoryFilter(None, None, None, False, 10), df)
         if depth:
             walk._read(depth)
             walk.sums.clear()  # the thread's sums, which the next walk reuses: only the bounds count here
