@@ -39,13 +39,12 @@ depths at 1,000,000 entries, and read again each time). A walk reading again als
 at most its score), counts the entries whose bound reaches it and whose score is unknown, and,
 when settling them would cost more probes than the walk allows itself, reads where the same
 entries' bounds (the block keys one or two steps deeper, an index-only read) leave the fewest
-postings and probes to pay. Only the speed depends on
-the plan: any depth settles the same answer. ``limit`` 0 reads the lists whole and scores every
-match from them. A scope filter reaching fewer than :data:`NARROW` entries is answered by scoring
-those entries from their stored terms (:func:`~store.memory._rank_direct.evaluate`): the same
-function, the same numbers. While entries written before the index wait in
-``memory_rank_backlog``, the query is answered by :func:`~store.memory._rank.reference_ranking`
-over the entries' text.
+postings and probes to pay. Only the speed depends on the plan: any depth settles the same
+answer. ``limit`` 0 reads the lists whole and scores every match from them. A scope filter
+reaching fewer than :data:`NARROW` entries is answered by scoring those entries from their
+stored terms (:func:`~store.memory._rank_direct.evaluate`): the same function, the same numbers.
+While entries written before the index wait in ``memory_rank_backlog``, the query is answered by
+:func:`~store.memory._rank.reference_ranking` over the entries' text.
 """
 
 from __future__ import annotations
