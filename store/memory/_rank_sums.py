@@ -212,9 +212,7 @@ class RoundSums:
         lower = np.take(total, found, out=_SCRATCH.lower[: self.count])
         upper = _SCRATCH.upper[: self.count]
         np.copyto(upper, lower)
-        bound_at = {
-            index + 2: self.weights[index] * bounds[index] for index, done in enumerate(whole) if not done
-        }
+        bound_at = self._bound_at(bounds, whole)
         exact = np.ones(self.count, np.bool_)
         for word, mask in enumerate(masks):
             held = mask[found]
@@ -231,12 +229,15 @@ class RoundSums:
         over a few entries, so it leaves the per-posting scratch alone)."""
         total, masks = _SCRATCH.entries(0, self.words)
         upper: Impacts = total[docs]
-        bound_at = {
-            index + 2: self.weights[index] * bounds[index] for index, done in enumerate(whole) if not done
-        }
+        bound_at = self._bound_at(bounds, whole)
         for word, mask in enumerate(masks):
             upper += _missing(bound_at, word)[0][mask[docs]]
         return upper
+
+    def _bound_at(self, bounds: Sequence[float], whole: Sequence[bool]) -> dict[int, float]:
+        """Each open list's weighted bound, by its bit in the masks."""
+        weights = self.weights
+        return {index + 2: weights[index] * bounds[index] for index, done in enumerate(whole) if not done}
 
     def clear(self) -> None:
         """Leave the thread's per-entry arrays all zero again."""

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from store.memory._rank_direct import evaluate, ordered, reference, stored_count
 from store.memory._rank_index import RANK_PENDING
 from store.memory._rank_sums import (
     POSTING_BYTES,
+    Impacts,
     RoundSums,
     Sums,
     best_first,
@@ -107,6 +108,8 @@ _CHUNK = 500
 
 _MARGIN = 1.0 + 1e-9
 """Upper bounds are raised by this factor: a sum taken in another order may round lower."""
+
+_Value = TypeVar("_Value", float, Impacts)
 
 
 def ranked_ids(conn: Any, text: str, filters: MemoryFilter) -> list[tuple[str, float]]:
@@ -248,7 +251,7 @@ class _Walk:
         if unseen >= floor:
             return depth * GROWTH  # an entry in no prefix may place: the lists cannot settle it here
         found, _, upper, exact = sums
-        open_docs = found[~exact & (upper * _MARGIN + 1e-12 >= floor)]  # may place, score unknown
+        open_docs = found[~exact & (_raised(upper) >= floor)]  # may place, score unknown
         if self.exact:  # settled at a shallower depth
             open_docs = open_docs[~np.isin(open_docs, np.fromiter(self.exact, np.int64, len(self.exact)))]
         best_cost, best_depth = PROBE_COST * len(open_docs), None
@@ -257,7 +260,7 @@ class _Walk:
         for deeper in (depth * GROWTH, depth * GROWTH * GROWTH):
             bounds, read = self._bounds_at(deeper)
             uppers = self.sums.uppers(open_docs, bounds, self.whole)
-            cost = read + PROBE_COST * int(np.count_nonzero(uppers * _MARGIN + 1e-12 >= floor))
+            cost = read + PROBE_COST * int(np.count_nonzero(_raised(uppers) >= floor))
             if cost < best_cost:
                 best_cost, best_depth = cost, deeper
         return best_depth
@@ -389,6 +392,7 @@ def _marks(count: int) -> str:
     return ", ".join("?" * count)
 
 
-def _raised(value: float) -> float:
-    """``value`` raised past any difference the order of a floating-point sum makes."""
+def _raised(value: _Value) -> _Value:
+    """``value`` (a bound, or an array of them) raised past any difference the order of a
+    floating-point sum makes."""
     return value * _MARGIN + 1e-12
